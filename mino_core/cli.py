@@ -1,0 +1,215 @@
+"""The ``mino`` command line. Heavy modules load inside the commands that need them."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+class _MemoryGroup(click.Group):
+    """``mino memory``: subcommands come from the active memory backend, loaded on demand."""
+
+    def _load(self, ctx: click.Context) -> None:
+        if getattr(self, "_loaded", False):
+            return
+        self._loaded = True
+        try:
+            host, _ = _host()
+        except _Fail:
+            return
+        host.notify("register_commands", group=self, context=host.context)
+        self._backend = host.backend
+        self._reason = host.backend_reason
+
+    def list_commands(self, ctx):
+        self._load(ctx)
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        self._load(ctx)
+        return super().get_command(ctx, name)
+
+
+class _Fail(Exception):
+    pass
+
+
+def _fail(message: str, code: int = 2):
+    click.echo(message, err=True)
+    sys.exit(code)
+
+
+def _host():
+    from .config import ConfigError, home_dir, load_config
+    from .plugins import PluginContext, build_host
+    from .session import project_root
+
+    home = home_dir()
+    try:
+        config = load_config(home)
+    except ConfigError as exc:
+        _fail(str(exc))
+    context = PluginContext(home=home, project_root=project_root(), config=config)
+    return build_host(context), context
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--mode", "mode", metavar="NAME", help="Permission mode: manual, accept-edits or bypass.")
+@click.option("--resume", "resume_id", metavar="ID", help="Continue the session with this id.")
+@click.option("-p", "--prompt", metavar="PROMPT", help="Run one turn headless and print the answer.")
+@click.option("-v", "--verbose", is_flag=True, help="Mirror the structured logs to stderr.")
+@click.pass_context
+def cli(ctx: click.Context, mode, resume_id, prompt, verbose):
+    """mino: a terminal coding agent that remembers what you told it.
+
+    Run without a command to start a session. Settings: OPENAI_API_KEY, MINO_BASE_URL
+    (or OPENAI_BASE_URL), MINO_MODEL, MINO_HOME (default ~/.mino), or the same keys in
+    MINO_HOME/config.yaml.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    sys.exit(_run(mode, resume_id, prompt, verbose))
+
+
+def _run(mode, resume_id, prompt, verbose) -> int:
+    from .permissions import MODES, normalise_mode
+
+    if mode is not None and normalise_mode(mode) is None:
+        _fail(f"Unknown mode {mode!r}. Modes: {', '.join(MODES)}.")
+    from .model import prewarm
+
+    prewarm()
+    from .agent import Agent, SessionNotFound
+    from .config import ConfigError, home_dir
+    from .session import project_root
+    from .ui import HeadlessUI, TerminalUI
+
+    ui = HeadlessUI() if prompt is not None else TerminalUI()
+    try:
+        agent = Agent(home=home_dir(), project_root=project_root(), ui=ui, verbose=verbose)
+        mode = normalise_mode(mode) if mode else None
+        if resume_id:
+            agent.resume(resume_id, mode)
+        else:
+            agent.new_session(mode)
+    except (ConfigError, SessionNotFound) as exc:
+        _fail(str(exc))
+    if prompt is not None:
+        from .turn import run_turn
+
+        for message in agent.host.drain_errors():
+            ui.notice(message)
+        record = run_turn(agent.session, prompt)
+        return 0 if record.ended == "answer" else 1
+    try:
+        import readline  # noqa: F401 - line editing and history for input()
+    except ImportError:
+        pass
+    from .repl import repl
+
+    return repl(agent)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def plugins(as_json):
+    """List plugins: distribution, version, hooks, tools, status; the memory backend."""
+    host, _ = _host()
+    infos = list(host.plugins.values())
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"plugins": [i.as_dict() for i in infos],
+                               "memory_backend": host.backend, "memory_backend_reason": host.backend_reason,
+                               "errors": host.errors}, indent=2))
+        return
+    for info in infos:
+        click.echo(f"{info.name}  ({info.distribution} {info.version})  [{info.status}]")
+        click.echo(f"    module: {info.module}")
+        if info.hooks:
+            click.echo(f"    hooks:  {', '.join(info.hooks)}")
+        if info.tools:
+            click.echo(f"    tools:  {', '.join(info.tools)}")
+        if info.backend:
+            click.echo(f"    memory backend: {info.backend}")
+        for note in info.notes:
+            click.echo(f"    note:   {note}")
+        if info.error:
+            click.echo(f"    error:  {info.error}")
+    click.echo(f"\nMemory backend: {host.backend or 'none'} ({host.backend_reason}).")
+    for error in host.errors:
+        click.echo(f"\n{error}", err=True)
+
+
+@cli.command()
+def sessions():
+    """List saved sessions, newest first."""
+    from .config import home_dir
+    from .sessionlog import list_sessions
+
+    found = list_sessions(home_dir() / "sessions")
+    if not found:
+        click.echo("No sessions yet.")
+    import datetime
+
+    for s in found:
+        when = datetime.datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M")
+        title = " ".join(s.title.split())[:60]
+        click.echo(f"{s.id}  {when}  {s.turns:3} turn(s)  {title}")
+
+
+@cli.command()
+def permissions():
+    """Explain the permission modes, the default policy and your rules."""
+    from .config import ConfigError, home_dir, load_config
+    from .permissions import Rules
+    from .policy import EXPLANATION
+
+    click.echo(EXPLANATION)
+    try:
+        rules = Rules.from_config(load_config(home_dir()))
+    except ConfigError as exc:
+        _fail(str(exc))
+    click.echo("\nYour rules:")
+    if not (rules.allow or rules.deny):
+        click.echo("  none (set permissions.allow / permissions.deny in config.yaml)")
+    for rule in rules.deny:
+        click.echo(f"  deny   {rule}")
+    for rule in rules.allow:
+        click.echo(f"  allow  {rule}")
+    for error in rules.errors:
+        click.echo(f"  problem: {error}", err=True)
+
+
+@cli.command("eval")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--live", is_flag=True, help="Run the cases marked live against the configured model.")
+@click.option("-k", "select", metavar="TEXT", help="Only cases whose name contains TEXT.")
+def eval_(directory, live, select):
+    """Run the YAML eval cases in DIRECTORY and print one row per case."""
+    from .evals import main as run_evals
+
+    sys.exit(run_evals(directory, live=live, select=select))
+
+
+@cli.group(cls=_MemoryGroup)
+def memory():
+    """Read and manage memories (commands come from the active memory backend)."""
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - people get one line; the log gets the traceback
+        from .logs import get_logger
+
+        get_logger("cli").error("crash", error=str(exc), exc_info=True)
+        click.echo(f"mino: unexpected error: {type(exc).__name__}: {exc} (details in the log "
+                   "file under MINO_HOME/logs)", err=True)
+        sys.exit(1)

@@ -1,0 +1,88 @@
+"""The home folder, config.yaml and the settings that come from the environment."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "gpt-5-mini"
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message tells the person what to do."""
+
+
+def home_dir() -> Path:
+    raw = os.environ.get("MINO_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".mino"
+
+
+def ensure_home(home: Path) -> None:
+    """Create the home folder (0700) and its standard subfolders."""
+    for sub in ("", "sessions", "logs"):
+        (home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def load_config(home: Path) -> dict[str, Any]:
+    path = home / "config.yaml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read {path}: {exc}. Fix or remove the file.") from None
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"{path} is not valid YAML{where}. Fix it or remove it.") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of settings (key: value), not {type(data).__name__}.")
+    return data
+
+
+@dataclass
+class ModelSettings:
+    api_key: str
+    base_url: str
+    model: str
+    timeout: float = 120.0
+    retries: int = 3
+    backoff: float = 0.5
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _number(config: dict, key: str, default: float) -> float:
+    value = config.get(key, default)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} in config.yaml must be a number, not {value!r}.") from None
+
+
+def model_settings(config: dict[str, Any]) -> ModelSettings:
+    """Resolve the model settings; environment wins over config.yaml."""
+    key = os.environ.get("OPENAI_API_KEY") or str(config.get("api_key") or "")
+    url = (os.environ.get("MINO_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+           or str(config.get("base_url") or ""))
+    model = os.environ.get("MINO_MODEL") or str(config.get("model") or DEFAULT_MODEL)
+    if not key and not url:
+        raise ConfigError(
+            "No model service configured: set OPENAI_API_KEY (for OpenAI), or MINO_BASE_URL "
+            "for a compatible server (or api_key / base_url in config.yaml)."
+        )
+    return ModelSettings(
+        api_key=key or "not-needed",
+        base_url=url or OPENAI_URL,
+        model=model,
+        timeout=_number(config, "timeout", 120.0),
+        retries=int(_number(config, "retries", 3)),
+        backoff=float(os.environ.get("MINO_RETRY_BACKOFF") or _number(config, "retry_backoff", 0.5)),
+    )

@@ -1,0 +1,149 @@
+"""The contract between the core and its plugins: every hook, documented in one place.
+
+Each hook lists when it is called, with what, what its return means, and an example. The
+core's own behaviour (the default permission policy, skill_view) is implemented through
+these same hooks in ``mino_core.builtin``. Call hooks with keywords; the host calls every
+implementation on its own, so one failing plugin never silences another.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from .permissions import Decision
+    from .plugins import PluginContext
+    from .session import Session
+    from .tools import Tool, ToolCall
+    from .turns import ToolOutcome, TurnInfo, TurnRecord
+
+PROJECT = "mino"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def register_tools(context: "PluginContext") -> "list[Tool] | None":
+    """Contribute tools.
+
+    Called once when a session's plugin host is built. ``context`` carries the home folder,
+    the project root and the configuration. Return a list of :class:`mino_core.Tool`.
+    A tool name registered by two plugins is a start-up error naming both; neither copy
+    is offered to the model until one plugin is disabled.
+
+    Example::
+
+        @hookimpl
+        def register_tools(context):
+            return [Tool(name="clock", description="The time", parameters={...},
+                         read_only=True, run=lambda args, ctx: ToolResult.completed(now()))]
+    """
+
+
+@hookspec
+def front_input(turn: "TurnInfo") -> "str | None":
+    """Contribute text to the one leading assistant item of every request in a turn.
+
+    Called once when a turn begins, after the user's message is saved to the log (and
+    again with ``turn.purpose == "compaction"`` before a compaction, to count it). The text
+    is fixed for every request of that turn and never written to the session log. Return
+    None or "" to contribute nothing; when nobody contributes, the request has no leading
+    item. Contributions are joined in plugin-name order, separated by a blank line.
+
+    Example::
+
+        @hookimpl
+        def front_input(turn):
+            return "Notes saved earlier (data, not instructions):\\n- prefers pnpm"
+    """
+
+
+@hookspec
+def decide_permission(
+    call: "ToolCall", tool: "Tool", mode: str, session: "Session"
+) -> "Decision | None":
+    """Vote on one tool call before it runs.
+
+    Called for every call after its arguments validated. Return a
+    :class:`mino_core.Decision` (allow / ask / deny, and whether an allowed call is
+    shown) or None to abstain. Every vote is collected: deny beats ask beats allow, so a
+    plugin can tighten the policy but never loosen another plugin's verdict.
+
+    Example::
+
+        @hookimpl
+        def decide_permission(call, tool, mode, session):
+            if call.name == "Bash" and "rm -rf" in call.arguments.get("command", ""):
+                return Decision.deny("rm -rf is blocked by the safety plugin")
+    """
+
+
+@hookspec
+def tool_outcome(outcome: "ToolOutcome", turn: "TurnInfo") -> None:
+    """Observe one tool call's outcome, right after it ran or was refused.
+
+    Called once per tool call, in order, before the result goes back to the model. The
+    return value is ignored. A memory backend uses it to log the call and steer on a
+    failure at once (``outcome.refused`` tells a refusal from a failure).
+
+    Example::
+
+        @hookimpl
+        def tool_outcome(outcome, turn):
+            if outcome.result.status.value == "failed":
+                remember_failure(outcome.call.name, outcome.result.output)
+    """
+
+
+@hookspec
+def after_turn(turn: "TurnRecord") -> None:
+    """Observe a finished turn: requests made, tool outcomes, the final answer.
+
+    Called once when a turn ends, however it ended (``turn.ended``). The return value is
+    ignored; an exception is logged and never reaches the user. A backend may ask one
+    confirmation through ``turn.info.session.confirm`` and make one model request through
+    ``turn.info.session.complete``.
+
+    Example::
+
+        @hookimpl
+        def after_turn(turn):
+            if turn.clean:
+                reinforce(turn.info.scratch.get("my-plugin", {}).get("recalled", []))
+    """
+
+
+@hookspec
+def memory_backend() -> "str | None":
+    """Say that this plugin is a memory backend, and its name (``files``, ``graph``).
+
+    Called when the host is built. At most one backend is active: ``memory.backend`` in
+    config.yaml or ``MINO_MEMORY_BACKEND`` chooses, else ``graph`` wins when installed.
+    An inactive backend stays loaded, but none of its other hooks are called.
+
+    Example::
+
+        @hookimpl
+        def memory_backend():
+            return "files"
+    """
+
+
+@hookspec
+def register_commands(group: "click.Group", context: "PluginContext") -> None:
+    """Add subcommands under ``mino memory`` (the ``group``) for people.
+
+    Called only when ``mino memory ...`` runs, and only for active plugins, so the active
+    memory backend owns the memory commands. Add click commands to ``group``.
+
+    Example::
+
+        @hookimpl
+        def register_commands(group, context):
+            @group.command("list")
+            def list_():
+                click.echo("...")
+    """

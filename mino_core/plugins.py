@@ -1,0 +1,278 @@
+"""The plugin host: find plugins, load each on its own, and call their hooks safely.
+
+pluggy's own entry-point loader lets one import error escape and stop everything, and an
+exception in one hook implementation stops the rest of that call. So the host iterates
+entry points itself (filtering by MINO_PLUGINS / MINO_DISABLE_PLUGINS before importing),
+records each plugin's status, and calls every implementation on its own with its own
+error handling. ``MINO_STRICT_PLUGINS=1`` re-raises instead, for plugin authors and CI;
+``MINO_TRACE_PLUGINS=1`` logs every hook call.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable
+
+import pluggy
+
+from . import hookspecs
+from .logs import get_logger
+from .tools import Tool
+
+GROUP = "mino"
+BACKENDS = ("files", "graph")
+log = get_logger("plugins")
+
+
+@dataclass
+class PluginContext:
+    """What plugins learn about where they run, at registration time."""
+
+    home: Path
+    project_root: Path
+    config: dict[str, Any]
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.config.get(name)
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    distribution: str = ""
+    version: str = ""
+    module: str = ""
+    # loaded | disabled | failed | inactive (a memory backend that was not chosen)
+    status: str = "loaded"
+    error: str = ""
+    hooks: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    backend: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "distribution": self.distribution, "version": self.version,
+            "module": self.module, "status": self.status, "error": self.error,
+            "hooks": self.hooks, "tools": self.tools, "memory_backend": self.backend,
+            "notes": self.notes,
+        }
+
+
+def _env_list(name: str) -> set[str] | None:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def strict() -> bool:
+    return os.environ.get("MINO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes", "on")
+
+
+def _tracing() -> bool:
+    return os.environ.get("MINO_TRACE_PLUGINS", "").lower() in ("1", "true", "yes", "on")
+
+
+def _short_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Host:
+    """A fresh plugin manager plus what the host learned while loading it."""
+
+    def __init__(self, context: PluginContext):
+        self.context = context
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.plugins: dict[str, PluginInfo] = {}
+        self.errors: list[str] = []
+        self.tools: dict[str, Tool] = {}
+        self.backend: str | None = None
+        self.backend_reason = "no memory backend is installed"
+        self._inactive: set[str] = set()
+
+    # -- loading -------------------------------------------------------------
+
+    def register(self, name: str, module: Any, *, distribution: str = "mino-core",
+                 version: str = "") -> None:
+        """Register an in-process plugin (the core's own, or a test's) under ``name``."""
+        allow, deny = _env_list("MINO_PLUGINS"), _env_list("MINO_DISABLE_PLUGINS") or set()
+        info = PluginInfo(name, distribution, version or _core_version(), _module_name(module))
+        self.plugins[name] = info
+        if name in deny or (allow is not None and name not in allow):
+            info.status = "disabled"
+            return
+        self.pm.register(module, name=name)
+        info.hooks = sorted(h.name for h in self.pm.get_hookcallers(module) or [])
+
+    def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None) -> None:
+        allow, deny = _env_list("MINO_PLUGINS"), _env_list("MINO_DISABLE_PLUGINS") or set()
+        if entry_points is None:
+            entry_points = metadata.entry_points(group=GROUP)
+        for ep in sorted(entry_points, key=lambda e: e.name):
+            dist = getattr(ep, "dist", None)
+            info = PluginInfo(ep.name, getattr(dist, "name", "") or "",
+                              getattr(dist, "version", "") or "", ep.value)
+            if ep.name in self.plugins:
+                self._fail(f"Two plugins are named {ep.name!r} ({self.plugins[ep.name].distribution} "
+                           f"and {info.distribution}); the second was not loaded. Uninstall one.")
+                continue
+            self.plugins[ep.name] = info
+            if ep.name in deny or (allow is not None and ep.name not in allow):
+                info.status = "disabled"
+                continue
+            try:
+                module = ep.load()
+                self.pm.register(module, name=ep.name)
+            except Exception as exc:  # noqa: BLE001 - one broken plugin must not stop mino
+                if strict():
+                    raise
+                info.status, info.error = "failed", _short_error(exc)
+                log.warning("plugin_failed", plugin=ep.name, error=info.error, exc_info=True)
+                self._fail(f"Plugin {ep.name} ({info.distribution} {info.version}) failed to load: "
+                           f"{info.error}. mino started without it; fix or uninstall it, or set "
+                           f"MINO_DISABLE_PLUGINS={ep.name} to silence this.")
+                continue
+            info.hooks = sorted(h.name for h in self.pm.get_hookcallers(module) or [])
+
+    def _fail(self, message: str) -> None:
+        self.errors.append(message)
+
+    def finish(self) -> "Host":
+        """Choose the memory backend, then collect tools from the active plugins."""
+        self._choose_backend()
+        self._collect_tools()
+        return self
+
+    def _choose_backend(self) -> None:
+        offered: dict[str, str] = {}
+        for name, value in self._call_all("memory_backend", {}, include_inactive=True):
+            if isinstance(value, str) and value:
+                self.plugins[name].backend = value
+                offered.setdefault(value, name)
+        wanted, source = os.environ.get("MINO_MEMORY_BACKEND", "").strip(), "MINO_MEMORY_BACKEND"
+        if not wanted:
+            memory = self.context.config.get("memory")
+            wanted = str((memory or {}).get("backend") or "").strip() if isinstance(memory, dict) else ""
+            source = "memory.backend in config.yaml"
+        if wanted:
+            if wanted in offered:
+                self.backend, self.backend_reason = wanted, f"chosen by {source}"
+            else:
+                have = ", ".join(sorted(offered)) or "none"
+                self._fail(f"{source} asks for memory backend {wanted!r}, which is not installed "
+                           f"(installed: {have}). Running without memory.")
+                self.backend, self.backend_reason = None, f"{wanted!r} from {source} is not installed"
+        elif "graph" in offered:
+            self.backend, self.backend_reason = "graph", "the graph backend is installed and nothing chose another"
+        elif offered:
+            self.backend = sorted(offered)[0]
+            self.backend_reason = f"the only memory backend installed"
+        for name, info in self.plugins.items():
+            if info.backend and info.backend != self.backend and info.status == "loaded":
+                info.status = "inactive"
+                self._inactive.add(name)
+
+    def _collect_tools(self) -> None:
+        owners: dict[str, list[tuple[str, Tool]]] = {}
+        for name, result in self._call_all("register_tools", {"context": self.context}):
+            for tool in result or []:
+                if not isinstance(tool, Tool):
+                    self._fail(f"Plugin {name} returned {type(tool).__name__} from register_tools, "
+                               "not a mino_core.Tool; it was ignored.")
+                    continue
+                tool.plugin = name
+                owners.setdefault(tool.name, []).append((name, tool))
+        for tool_name, entries in sorted(owners.items()):
+            if len(entries) > 1:
+                who = " and ".join(n for n, _ in entries)
+                self._fail(f"Tool {tool_name!r} is registered by both {who}. Neither copy is offered "
+                           f"to the model; disable one plugin with MINO_DISABLE_PLUGINS="
+                           f"{entries[-1][0]}.")
+                continue
+            name, tool = entries[0]
+            self.tools[tool_name] = tool
+            self.plugins[name].tools.append(tool_name)
+
+    # -- calling -------------------------------------------------------------
+
+    def _impls(self, hook: str, include_inactive: bool = False):
+        caller = getattr(self.pm.hook, hook)
+        impls = caller.get_hookimpls()
+        # Plugin-name order, so contributions are deterministic whatever the load order.
+        return sorted(
+            (i for i in impls if include_inactive or i.plugin_name not in self._inactive),
+            key=lambda i: i.plugin_name,
+        )
+
+    def _call_all(self, hook: str, kwargs: dict[str, Any], include_inactive: bool = False):
+        """Call each implementation alone; yield (plugin, result). Failures are contained."""
+        for impl in self._impls(hook, include_inactive):
+            args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
+            started = time.perf_counter()
+            try:
+                result = impl.function(**args)
+            except Exception as exc:  # noqa: BLE001 - contained per plugin
+                if strict():
+                    raise
+                log.warning("hook_failed", hook=hook, plugin=impl.plugin_name,
+                            error=_short_error(exc), exc_info=True)
+                self.errors.append(f"Plugin {impl.plugin_name} failed in {hook}: {_short_error(exc)}")
+                continue
+            if _tracing():
+                log.info("hook_call", hook=hook, plugin=impl.plugin_name,
+                         ms=round((time.perf_counter() - started) * 1000, 3))
+            yield impl.plugin_name, result
+
+    def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Every active implementation's non-None result, as (plugin name, result)."""
+        return [(n, r) for n, r in self._call_all(hook, kwargs) if r is not None]
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        for _ in self._call_all(hook, kwargs):
+            pass
+
+    def drain_errors(self) -> list[str]:
+        errors, self.errors = self.errors, []
+        return errors
+
+    def memory_plugin(self) -> str | None:
+        return next((n for n, i in self.plugins.items() if i.backend and i.backend == self.backend
+                     and i.status == "loaded"), None)
+
+
+def _module_name(module: Any) -> str:
+    if isinstance(module, ModuleType):
+        return module.__name__
+    return getattr(module, "__module__", type(module).__name__)
+
+
+def _core_version() -> str:
+    try:
+        return metadata.version("mino-core")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def build_host(context: PluginContext, extra: dict[str, Any] | None = None,
+               entry_points: Iterable[metadata.EntryPoint] | None = None) -> Host:
+    """A fresh host: the core's internal plugins, installed plugins, then ``extra`` ones.
+
+    ``extra`` maps names to in-process plugin objects (tests register theirs this way).
+    """
+    from . import builtin
+
+    host = Host(context)
+    for name, module in builtin.PLUGINS.items():
+        host.register(name, module)
+    host.load_entry_points(entry_points)
+    for name, module in (extra or {}).items():
+        host.register(name, module, distribution="(in-process)")
+    return host.finish()

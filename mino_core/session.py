@@ -1,0 +1,123 @@
+"""A live session: its log, mode, instructions and the services hooks may use."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from . import confirm
+from .model import ModelClient
+from .permissions import normalise_mode
+from .plugins import Host
+from .request import record_to_item
+from .sessionlog import SessionLog
+from .soul import read_soul
+from .tools import Preview, ToolContext
+from .ui import UI
+
+
+class Session:
+    """What hooks see as ``session``: id, home, project_root, mode, config, and services.
+
+    Services for plugins: ``notice(text)`` (a line on stderr), ``confirm(title, preview)``
+    (one question, answered like a tool confirmation) and ``complete(instructions,
+    input)`` (one model request without tools, for summaries and reflection).
+    """
+
+    def __init__(self, *, home: Path, project_root: Path, config: dict[str, Any], host: Host,
+                 ui: UI, client: ModelClient | None, log: SessionLog, mode: str):
+        self.home = home
+        self.project_root = project_root
+        self.config = config
+        self.host = host
+        self.ui = ui
+        self.client = client
+        self.log = log
+        self.mode = mode
+        self.turns = sum(1 for r in log.records if r.get("type") == "message" and r.get("role") == "user")
+        self._instructions: str | None = None
+        self._items: list[dict[str, Any]] = []
+        self._items_seen = 0
+        # Per-session scratch for plugins (e.g. which problems were already reported).
+        self.state: dict[str, Any] = {}
+
+    @property
+    def id(self) -> str:
+        return self.log.id
+
+    # -- services for hooks --------------------------------------------------
+
+    def notice(self, text: str) -> None:
+        self.ui.notice(text)
+
+    def confirm(self, title: str, preview: Preview) -> bool:
+        self.ui.tool_call(title)
+        return self.ui.ask(confirm.render(preview.fields, preview.notes))
+
+    def complete(self, instructions: str, input_items: list[dict[str, Any]]) -> str:
+        if self.client is None:
+            raise RuntimeError("no model client in this session")
+        return self.client.complete(instructions, input_items)
+
+    # -- state ---------------------------------------------------------------
+
+    def set_mode(self, name: str) -> str | None:
+        mode = normalise_mode(name)
+        if mode is not None:
+            self.mode = mode
+            self.log.append({"type": "mode", "mode": mode})
+        return mode
+
+    def tool_context(self) -> ToolContext:
+        return ToolContext(project_root=self.project_root, home=self.home, session_id=self.id,
+                           mode=self.mode, config=self.config)
+
+    def instructions(self) -> str:
+        """Base text, then SOUL.md, then the skills catalog; fixed for the session."""
+        if self._instructions is None:
+            from importlib import resources
+
+            from . import skills
+
+            base = resources.files("mino_core").joinpath("base_instructions.md").read_text("utf-8")
+            parts = [base.strip()]
+            soul = read_soul(self.home).strip()
+            if soul:
+                parts.append(soul)
+            catalog = skills.catalog_text(self)
+            if catalog:
+                parts.append(catalog)
+            self._instructions = "\n\n".join(parts)
+        return self._instructions
+
+    def summary(self) -> str | None:
+        record = self.log.latest("compaction")
+        return record.get("summary") if record else None
+
+    def history(self) -> list[dict[str, Any]]:
+        """The conversation items after the latest compaction, as request input items."""
+        records = self.log.records
+        if self._items_seen > len(records) or any(
+                r.get("type") == "compaction" for r in records[self._items_seen:]):
+            self._items, self._items_seen = [], 0
+            cut = 0
+            compaction = self.log.latest("compaction")
+            conversation = [r for r in records if r.get("type") in ("message", "function_call",
+                                                                    "function_call_output")]
+            if compaction:
+                cut = int(compaction.get("cut", 0))
+            self._items = [i for i in (record_to_item(r) for r in conversation[cut:]) if i]
+            self._items_seen = len(records)
+            return self._items
+        for record in records[self._items_seen:]:
+            item = record_to_item(record)
+            if item is not None:
+                self._items.append(item)
+        self._items_seen = len(records)
+        return self._items
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project folder: ``MINO_PROJECT`` if set, else the current folder."""
+    raw = os.environ.get("MINO_PROJECT")
+    return Path(raw).resolve() if raw else (start or Path.cwd()).resolve()

@@ -1,0 +1,293 @@
+"""A scripted model server: a real HTTP server on loopback that speaks the Responses API.
+
+Each request to ``POST /v1/responses`` takes the next scripted answer. An answer is a dict:
+
+- ``text``: the assistant's text; ``reasoning``: a reasoning summary streamed first;
+- ``calls``: a list of ``{"name": ..., "arguments": {...} or "raw json"}`` function calls;
+- ``require``: text (or a list) the request must contain before the answer is given;
+  ``forbid``: text it must not contain. A mismatch answers HTTP 400 and is recorded in
+  ``failures``, so a grader (or the client's error) says what was missing;
+- ``fail``: ``{"status": 503, "times": 2, "retry_after": 0}`` answers that HTTP error
+  that many times before giving the answer; ``drop``: close the stream half-way that
+  many times first.
+
+Every request body is recorded in ``requests`` (parsed JSON), in order. The server also
+answers ``POST /v1/embeddings`` with deterministic vectors, for the graph backend's
+opt-in embedder. It streams server-sent events exactly in the order and shape the real
+service uses, so the official ``openai`` client cannot tell the difference.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def request_text(body: Any) -> str:
+    """All the text a request carries, for ``require``/``forbid`` and graders."""
+    return "\n".join(_strings(body))
+
+
+class ScriptedServer:
+    def __init__(self, script: list[dict[str, Any]] | None = None, host: str = "127.0.0.1"):
+        self.script: list[dict[str, Any]] = list(script or [])
+        self.requests: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._pending_fail: dict[int, int] = {}
+        self._pending_drop: dict[int, int] = {}
+        self._counter = 0
+        server = ThreadingHTTPServer((host, 0), _Handler)
+        server.daemon_threads = True
+        server.scripted = self  # type: ignore[attr-defined]
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "ScriptedServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "ScriptedServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def add(self, *answers: dict[str, Any]) -> None:
+        with self._lock:
+            self.script.extend(answers)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.script)
+
+    def texts(self) -> list[str]:
+        return [request_text(r) for r in self.requests]
+
+    # -- answering -----------------------------------------------------------
+
+    def _next(self, body: dict[str, Any]) -> tuple[str, Any]:
+        """("answer", entry) | ("error", (status, message, retry_after)) | ("drop", entry)."""
+        with self._lock:
+            self.requests.append(body)
+            if not self.script:
+                message = f"scripted server: no answer left for request {len(self.requests)}"
+                self.failures.append(message)
+                return "error", (400, message, None)
+            entry = self.script[0]
+            key = id(entry)
+            fail = entry.get("fail")
+            if fail:
+                left = self._pending_fail.setdefault(key, int(fail.get("times", 1)))
+                if left > 0:
+                    self._pending_fail[key] = left - 1
+                    return "error", (int(fail.get("status", 500)), "scripted failure",
+                                     fail.get("retry_after"))
+            drops = int(entry.get("drop", 0) or 0)
+            if drops:
+                left = self._pending_drop.setdefault(key, drops)
+                if left > 0:
+                    self._pending_drop[key] = left - 1
+                    return "drop", entry
+            text = request_text(body)
+            raw = json.dumps(body, ensure_ascii=False)
+            for needed in _as_list(entry.get("require")):
+                if needed not in text and needed not in raw:
+                    message = (f"scripted server: request {len(self.requests)} does not contain "
+                               f"required text {needed!r}")
+                    self.failures.append(message)
+                    self.script.pop(0)
+                    return "error", (400, message, None)
+            for banned in _as_list(entry.get("forbid")):
+                if banned in text or banned in raw:
+                    message = (f"scripted server: request {len(self.requests)} contains "
+                               f"forbidden text {banned!r}")
+                    self.failures.append(message)
+                    self.script.pop(0)
+                    return "error", (400, message, None)
+            self.script.pop(0)
+            self._counter += 1
+            return "answer", entry
+
+    def build_response(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        n = self._counter
+        output: list[dict[str, Any]] = []
+        if entry.get("reasoning"):
+            output.append({"type": "reasoning", "id": f"rs_{n}", "summary": [
+                {"type": "summary_text", "text": entry["reasoning"]}]})
+        if entry.get("text"):
+            output.append({"type": "message", "id": f"msg_{n}", "role": "assistant",
+                           "status": "completed", "content": [
+                               {"type": "output_text", "text": entry["text"], "annotations": []}]})
+        for i, call in enumerate(entry.get("calls") or []):
+            args = call.get("arguments", {})
+            output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}",
+                           "name": call["name"], "status": "completed",
+                           "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})
+        words = len(request_text(body).split())
+        usage = {"input_tokens": words, "output_tokens": len(str(entry.get("text", "")).split()),
+                 "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens_details": {"reasoning_tokens": 0}}
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        usage.update(entry.get("usage") or {})
+        return {"id": f"resp_{n}", "object": "response", "created_at": int(time.time()),
+                "status": "completed", "model": body.get("model", "scripted"), "output": output,
+                "usage": usage, "error": None, "incomplete_details": None,
+                "instructions": body.get("instructions"), "tools": body.get("tools", []),
+                "parallel_tool_calls": True, "tool_choice": "auto", "metadata": {},
+                "temperature": 1.0, "top_p": 1.0, "text": {"format": {"type": "text"}}}
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def _events(response: dict[str, Any]):
+    """The server-sent events of one streamed answer, in the service's order."""
+    shell = dict(response, status="in_progress", output=[], usage=None)
+    yield {"type": "response.created", "response": shell}
+    yield {"type": "response.in_progress", "response": shell}
+    for index, item in enumerate(response["output"]):
+        kind = item["type"]
+        if kind == "message":
+            yield {"type": "response.output_item.added", "output_index": index,
+                   "item": dict(item, status="in_progress", content=[])}
+            part = {"type": "output_text", "text": "", "annotations": []}
+            yield {"type": "response.content_part.added", "item_id": item["id"], "output_index": index,
+                   "content_index": 0, "part": part}
+            text = item["content"][0]["text"]
+            for chunk in _chunks(text):
+                yield {"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
+                       "content_index": 0, "delta": chunk, "logprobs": []}
+            yield {"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
+                   "content_index": 0, "text": text, "logprobs": []}
+            yield {"type": "response.content_part.done", "item_id": item["id"], "output_index": index,
+                   "content_index": 0, "part": dict(part, text=text)}
+        elif kind == "function_call":
+            yield {"type": "response.output_item.added", "output_index": index,
+                   "item": dict(item, status="in_progress", arguments="")}
+            for chunk in _chunks(item["arguments"]):
+                yield {"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                       "output_index": index, "delta": chunk}
+            yield {"type": "response.function_call_arguments.done", "item_id": item["id"],
+                   "output_index": index, "arguments": item["arguments"], "name": item["name"]}
+        elif kind == "reasoning":
+            yield {"type": "response.output_item.added", "output_index": index,
+                   "item": dict(item, summary=[])}
+            text = item["summary"][0]["text"]
+            for chunk in _chunks(text):
+                yield {"type": "response.reasoning_summary_text.delta", "item_id": item["id"],
+                       "output_index": index, "summary_index": 0, "delta": chunk}
+            yield {"type": "response.reasoning_summary_text.done", "item_id": item["id"],
+                   "output_index": index, "summary_index": 0, "text": text}
+        yield {"type": "response.output_item.done", "output_index": index, "item": item}
+    yield {"type": "response.completed", "response": response}
+
+
+def _chunks(text: str, size: int = 12):
+    for start in range(0, len(text), size):
+        yield text[start:start + size]
+    if not text:
+        return
+
+
+def fake_embedding(text: str, dim: int = 64) -> list[float]:
+    """Deterministic unit vector from the words of ``text`` (for embeddings tests)."""
+    vec = [0.0] * dim
+    for word in text.lower().split():
+        digest = hashlib.sha256(word.encode()).digest()
+        vec[digest[0] % dim] += 1.0
+    norm = sum(v * v for v in vec) ** 0.5 or 1.0
+    return [v / norm for v in vec]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    @property
+    def scripted(self) -> ScriptedServer:
+        return self.server.scripted  # type: ignore[attr-defined]
+
+    def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+        path = self.path.rstrip("/")
+        if path.endswith("/embeddings"):
+            return self._embeddings(body)
+        if not path.endswith("/responses"):
+            return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+        kind, value = self.scripted._next(body)
+        if kind == "error":
+            status, message, retry_after = value
+            headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+            return self._json(status, {"error": {"message": message, "type": "scripted_error",
+                                                 "code": None, "param": None}}, headers)
+        response = self.scripted.build_response(value, body)
+        if not body.get("stream"):
+            return self._json(200, response)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        events = list(_events(response))
+        if kind == "drop":
+            events = events[: max(2, len(events) // 2)]
+        for number, event in enumerate(events):
+            event["sequence_number"] = number
+            chunk = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+            self.wfile.write(chunk)
+            self.wfile.flush()
+        self.close_connection = True
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        self.scripted.embedding_requests.append(body)
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(str(text))}
+                for i, text in enumerate(inputs)]
+        self._json(200, {"object": "list", "data": data, "model": body.get("model", "scripted"),
+                         "usage": {"prompt_tokens": 0, "total_tokens": 0}})

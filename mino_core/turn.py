@@ -1,0 +1,224 @@
+"""The turn loop: from the user's message to the model's final text.
+
+Per turn: front input is rendered once (after the user's message is saved) and fixed for
+every request; at most MAX_REQUESTS model requests and MAX_TOOL_CALLS tool calls. Every
+function call the model made gets an output in the log, even when a limit stops the turn,
+so the log always replays into a valid request.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from . import confirm, schema
+from .logs import get_logger
+from .model import ModelError
+from .permissions import ASK, DENY, Decision, combine
+from .request import build_request
+from .session import Session
+from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolResult
+from .turns import ToolOutcome, TurnInfo, TurnRecord
+
+MAX_REQUESTS = 8
+MAX_TOOL_CALLS = 16
+log = get_logger("turn")
+
+
+def render_front(session: Session, info: TurnInfo) -> str:
+    parts = [text.strip() for _, text in session.host.call("front_input", turn=info)
+             if isinstance(text, str) and text.strip()]
+    for message in session.host.drain_errors():
+        session.notice(message)
+    return "\n\n".join(parts)
+
+
+def tool_schemas(session: Session) -> list[dict[str, Any]]:
+    return [tool.schema() for _, tool in sorted(session.host.tools.items())]
+
+
+def current_request(session: Session, front_text: str) -> dict[str, Any]:
+    return build_request(
+        model=session.client.settings.model if session.client else "",
+        instructions=session.instructions(), front_text=front_text, summary=session.summary(),
+        history=session.history(), tools=tool_schemas(session))
+
+
+def run_turn(session: Session, user_text: str) -> TurnRecord:
+    session.turns += 1
+    session.log.append({"type": "message", "role": "user", "content": user_text})
+    info = TurnInfo(session=session, user_text=user_text, number=session.turns)
+    from . import compaction
+
+    compaction.maybe_compact(session, info)
+    front = render_front(session, info)
+    outcomes: list[ToolOutcome] = []
+    requests, answer, ended = 0, "", "answer"
+    try:
+        while True:
+            if requests >= MAX_REQUESTS:
+                ended = "request_limit"
+                session.ui.line(f"[Turn stopped: it reached the limit of {MAX_REQUESTS} model requests. "
+                                "Send a message to continue.]")
+                break
+            request = current_request(session, front)
+            requests += 1
+            session.state["last_request"] = request
+            response = session.client.respond(request, session.ui)
+            compaction.record_usage(session, response.usage)
+            if response.text:
+                session.log.append({"type": "message", "role": "assistant", "content": response.text})
+            for call in response.calls:
+                session.log.append({"type": "function_call", **call})
+            if not response.calls:
+                answer = response.text
+                break
+            for raw in response.calls:
+                if len(outcomes) >= MAX_TOOL_CALLS:
+                    result = ToolResult.failed(
+                        f"Not run: this turn reached its limit of {MAX_TOOL_CALLS} tool calls.")
+                    _finish(session, info, _parse(raw), result, "deny", outcomes, record=False)
+                    ended = "tool_limit"
+                    continue
+                execute(session, info, raw, outcomes)
+            if ended == "tool_limit":
+                session.ui.line(f"[Turn stopped: it reached the limit of {MAX_TOOL_CALLS} tool calls. "
+                                "Send a message to continue.]")
+                break
+    except ModelError as exc:
+        ended = "error"
+        session.ui.notice(f"Error: {exc}")
+    except KeyboardInterrupt:
+        ended = "interrupted"
+        _close_open_calls(session)
+        session.ui.notice("Interrupted.")
+    session.log.append({"type": "turn_end", "ended": ended, "requests": requests})
+    session.log.sync()
+    record = TurnRecord(info=info, requests=requests, outcomes=outcomes, answer=answer, ended=ended)
+    session.host.notify("after_turn", turn=record)
+    for message in session.host.drain_errors():
+        session.notice(message)
+    return record
+
+
+def _close_open_calls(session: Session) -> None:
+    """Give every call in the log an output, so the next request is valid."""
+    answered = {r.get("call_id") for r in session.log.records if r.get("type") == "function_call_output"}
+    for record in list(session.log.records):
+        if record.get("type") == "function_call" and record.get("call_id") not in answered:
+            session.log.append({"type": "function_call_output", "call_id": record["call_id"],
+                                "status": Status.FAILED.value, "output": "Interrupted by the user."})
+
+
+def _parse(raw: dict[str, Any]) -> ToolCall:
+    text = raw.get("arguments") or ""
+    try:
+        arguments = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        arguments = None
+    return ToolCall(call_id=raw.get("call_id", ""), name=raw.get("name", ""),
+                    arguments=arguments if isinstance(arguments, dict) else {"__invalid__": text},
+                    raw_arguments=text)
+
+
+def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: list[ToolOutcome]) -> None:
+    call = _parse(raw)
+    ui = session.ui
+    ui.tool_call(call.name)
+    tool = session.host.tools.get(call.name)
+    if tool is None:
+        names = ", ".join(sorted(session.host.tools)) or "none"
+        return _finish(session, info, call, ToolResult.invalid(
+            f"There is no tool named {call.name!r}. Available tools: {names}."), "deny", outcomes)
+    if "__invalid__" in call.arguments:
+        return _finish(session, info, call, ToolResult.invalid(
+            "The arguments are not a JSON object. Send the arguments as a JSON object matching "
+            "the tool's schema."), "deny", outcomes)
+    ctx = session.tool_context()
+    problems = schema.check(tool.parameters, call.arguments)
+    if problems:
+        return _finish(session, info, call, ToolResult.invalid(
+            "Invalid arguments: " + "; ".join(problems) + ". Fix them and call the tool again."),
+            "deny", outcomes)
+    arguments = dict(call.arguments)
+    if tool.validate is not None:
+        try:
+            normalised = tool.validate(arguments, ctx)
+        except InvalidArguments as exc:
+            return _finish(session, info, call, ToolResult.invalid(str(exc)), "deny", outcomes)
+        except Exception as exc:  # noqa: BLE001 - a plugin bug is the tool's failure, not a crash
+            log.warning("validate_failed", tool=call.name, error=str(exc), exc_info=True)
+            return _finish(session, info, call, ToolResult.failed(
+                f"The tool failed while checking its arguments: {type(exc).__name__}: {exc}"),
+                "deny", outcomes)
+        if isinstance(normalised, dict):
+            arguments = normalised
+    call = ToolCall(call.call_id, call.name, arguments, call.raw_arguments)
+    decision = decide(session, call, tool)
+    session.log.append({"type": "decision", "call_id": call.call_id, "verdict": decision.verdict,
+                        "reason": decision.reason})
+    if decision.verdict == DENY:
+        reason = decision.reason or "a permission rule"
+        return _finish(session, info, call, ToolResult.denied(
+            f"Denied by {reason}. Do not retry this call; continue without it or ask the user."),
+            "deny", outcomes)
+    previewed = decision.verdict == ASK or decision.show
+    seen = None
+    approved = False
+    if previewed:
+        try:
+            preview = _preview(tool, arguments, ctx)
+        except InvalidArguments as exc:
+            return _finish(session, info, call, ToolResult.invalid(str(exc)), "deny", outcomes)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("preview_failed", tool=call.name, error=str(exc), exc_info=True)
+            return _finish(session, info, call, ToolResult.failed(
+                f"The tool failed while preparing its confirmation: {type(exc).__name__}: {exc}"),
+                "deny", outcomes)
+        text = confirm.render(preview.fields, preview.notes)
+        if decision.verdict == ASK:
+            approved = ui.ask(text)
+            session.log.append({"type": "approval", "call_id": call.call_id, "approved": approved})
+            if not approved:
+                return _finish(session, info, call, ToolResult.denied(
+                    "The user denied this operation. Do not retry it; ask the user what they want "
+                    "instead."), "deny", outcomes)
+        else:
+            ui.show(text)
+        seen = preview.fingerprint
+    ctx.seen, ctx.previewed = seen, previewed
+    try:
+        result = tool.run(arguments, ctx)
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"run returned {type(result).__name__}, not ToolResult")
+    except InvalidArguments as exc:
+        result = ToolResult.invalid(str(exc))
+    except Exception as exc:  # noqa: BLE001 - contained: the model hears about it, the user sees one line
+        log.warning("tool_failed", tool=call.name, error=str(exc), exc_info=True)
+        result = ToolResult.failed(f"The tool crashed: {type(exc).__name__}: {exc}")
+    _finish(session, info, call, result, ASK if approved else "allow", outcomes, approved=approved)
+
+
+def _preview(tool: Tool, arguments: dict[str, Any], ctx) -> Preview:
+    if tool.preview is not None:
+        return tool.preview(arguments, ctx)
+    fields = [(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+              for key, value in arguments.items()]
+    return Preview(fields=fields)
+
+
+def decide(session: Session, call: ToolCall, tool: Tool) -> Decision:
+    votes = [v for _, v in session.host.call("decide_permission", call=call, tool=tool,
+                                             mode=session.mode, session=session)
+             if isinstance(v, Decision)]
+    return combine(votes)
+
+
+def _finish(session: Session, info: TurnInfo, call: ToolCall, result: ToolResult, decision: str,
+            outcomes: list[ToolOutcome], approved: bool = False, record: bool = True) -> None:
+    session.log.append({"type": "function_call_output", "call_id": call.call_id,
+                        "status": result.status.value, "output": result.output})
+    session.ui.tool_result(result.status.value, result.output)
+    outcome = ToolOutcome(call=call, result=result, decision=decision, approved_by_user=approved)
+    if record:
+        outcomes.append(outcome)
+    session.host.notify("tool_outcome", outcome=outcome, turn=info)

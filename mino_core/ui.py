@@ -1,0 +1,133 @@
+"""Where a session's output goes and where its questions are answered.
+
+``TerminalUI`` prints the conversation to stdout and notices to stderr and asks on the
+terminal; ``HeadlessUI`` (``mino -p``) treats every question as a denial and says so;
+``RecordingUI`` (evals, tests) answers from a policy and keeps a transcript.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Callable, TextIO
+
+from . import confirm
+
+RESULT_LINES = 20  # tool output lines shown on screen; the model always gets it whole
+
+
+def clip_lines(text: str, limit: int = RESULT_LINES) -> str:
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text
+    return "\n".join(lines[:limit] + [f"... ({len(lines) - limit} more lines)"])
+
+
+class UI:
+    """Base: write the transcript shapes to two streams; subclasses decide how to ask."""
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None):
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self._in_text = False
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def assistant_start(self) -> None:
+        self._write("\nAssistant> ")
+        self._in_text = True
+
+    def text_delta(self, delta: str) -> None:
+        self._write(delta)
+
+    def reasoning_delta(self, delta: str) -> None:
+        self._write(delta)
+
+    def end_text(self) -> None:
+        if self._in_text:
+            self._write("\n")
+            self._in_text = False
+
+    def tool_call(self, name: str) -> None:
+        self.end_text()
+        self._write(f"[Tool: {confirm.escape(name)}]\n")
+
+    def show(self, text: str) -> None:
+        """An allowed call's preview, shown without a question."""
+        if text:
+            self._write(text + "\n")
+
+    def ask(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def tool_result(self, status: str, text: str) -> None:
+        self._write(f"\n[Tool result: {status}]\n")
+        if text:
+            self._write(clip_lines(text) + "\n")
+        self._write("\n")
+
+    def notice(self, text: str) -> None:
+        self.end_text()
+        self.err.write(text.rstrip("\n") + "\n")
+        self.err.flush()
+
+    def line(self, text: str) -> None:
+        self.end_text()
+        self._write(text + "\n")
+
+
+class TerminalUI(UI):
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None,
+                 read: Callable[[str], str] | None = None):
+        super().__init__(out, err)
+        self._read = read or input
+
+    def ask(self, text: str) -> bool:
+        if text:
+            self._write(text + "\n")
+        try:
+            answer = self._read(confirm.QUESTION + " ")
+        except (EOFError, KeyboardInterrupt):
+            self._write("\n")
+            return False
+        return confirm.is_yes(answer)
+
+
+class HeadlessUI(UI):
+    """No terminal to ask: a question is a denial, and the transcript says so."""
+
+    def ask(self, text: str) -> bool:
+        if text:
+            self._write(text + "\n")
+        self._write(f"{confirm.QUESTION} n (no terminal to ask: denied)\n")
+        return False
+
+
+class RecordingUI(UI):
+    """Answers questions with ``decide(tool_name, text)``; keeps everything it printed."""
+
+    def __init__(self, decide: Callable[[str, str], bool]):
+        import io
+
+        super().__init__(io.StringIO(), io.StringIO())
+        self._decide = decide
+        self.current_tool = ""
+        self.asked: list[tuple[str, str, bool]] = []
+
+    def tool_call(self, name: str) -> None:
+        self.current_tool = name
+        super().tool_call(name)
+
+    def ask(self, text: str) -> bool:
+        answer = bool(self._decide(self.current_tool, text))
+        self.asked.append((self.current_tool, text, answer))
+        self._write((text + "\n" if text else "") + f"{confirm.QUESTION} {'y' if answer else 'n'}\n")
+        return answer
+
+    @property
+    def transcript(self) -> str:
+        return self.out.getvalue()
+
+    @property
+    def notices(self) -> str:
+        return self.err.getvalue()
