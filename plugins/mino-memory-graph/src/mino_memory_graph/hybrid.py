@@ -1,0 +1,508 @@
+"""hybrid-v1: the default offline recall scorer of the graph memory.
+
+Mnemo ranks nodes by the cosine of 256-slot word-hash vectors (``hashing-v1``).
+That vector is kept exactly (journals and vectors stay compatible) and becomes
+one signal among several here.  Everything is numpy + stdlib, offline and
+deterministic; there is no model and no download.
+
+Signals, all learned from the graph itself and kept up to date node by node:
+
+lexical
+    BM25 (k1 1.2, b 0.75) over each node's text, with the document frequencies
+    and the average length maintained incrementally.  Tokens are lowercased
+    ASCII alphanumerics, English stopwords are dropped and a small suffix
+    stripper (plural ``s``/``ies``, ``ing``, ``ed``) folds word forms.  The
+    lexical score is divided by its maximum over the graph for the query, so
+    it lies in [0, 1].
+neighbour
+    Nodes that are PartOf the same parent form an ordered cluster (by node
+    id, i.e. creation order).  A node gains ``neighbour`` times the best
+    lexical score of its previous and next sibling: in a conversation the
+    question often sits in the turn before its answer.
+cluster
+    The parent's cluster is also indexed as one document (the sum of its
+    members' term counts), scored by BM25 over clusters and normalised the
+    same way; each member gains ``cluster`` times its cluster's score.
+hashing
+    ``hashing`` times the hashing-v1 cosine (the exact Mnemo vectors, when an
+    embedder or vectors are supplied).  It decides alone when no query word
+    occurs in the graph, so the scorer degrades to Mnemo's ranking.
+entity
+    Nodes may name an entity (e.g. a ``speaker`` fact).  When the query names
+    exactly one known entity, that entity's nodes are multiplied by
+    ``1 + entity``.
+temporal
+    When the query asks for a time ("when ...", "what year ..."), nodes whose
+    text holds a relative time expression (yesterday, last week, ago ...) are
+    multiplied by ``1 + temporal``.
+
+The sum of the additive signals is divided by ``1 + neighbour + cluster +
+hashing`` so that a node matching everything scores about 1, in the same
+range as Mnemo's cosine (area discount and usefulness bias keep their
+meaning).
+
+Weights sit in the middle of a flat plateau measured on the whole LoCoMo
+development half (see ``bench/locomo_recall.py`` for the figures and the
+ablation of each signal); none was tuned to single questions.
+
+Incremental contract: :meth:`HybridIndex.upsert` adds or replaces one node,
+:meth:`HybridIndex.remove` drops it, :meth:`HybridIndex.set_parent` moves it
+between clusters.  Each costs O(tokens of the node) plus small bookkeeping;
+nothing is rebuilt per query.  Per query the work is one pass over the
+postings of the query's words plus a few vector operations over the live
+rows.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "SCORER_NAME",
+    "HybridParams",
+    "HybridIndex",
+    "tokenize",
+    "stem",
+    "STOPWORDS",
+]
+
+SCORER_NAME = "hybrid-v1"
+
+# English function words, contractions split at the apostrophe, and chat fillers.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her
+    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
+    now of off on once only or other ought our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve n't also really yeah oh hey hi
+    """.split()
+)
+
+# Relative time expressions (stemmed form).  Month names and years are left
+# out on purpose: they also occur in dates kept as metadata on every node.
+_RELATIVE_TIME = frozenset(
+    """
+    yesterday today tonight tomorrow ago last next week weekend month year recently soon earlier lately
+    monday tuesday wednesday thursday friday saturday sunday
+    """.split()
+)
+_TEMPORAL_QUERY = re.compile(
+    r"^\W*when\b|\bwhat (?:year|month|date|day|time)\b|\bhow long ago\b|\bwhich (?:year|month|day)\b"
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def stem(word: str) -> str:
+    """Fold common English inflections: plural s/ies, -ing, -ed (light, rule based)."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix, min_len in (("ing", 6), ("ed", 5)):
+        if word.endswith(suffix) and len(word) >= min_len:
+            word = word[: -len(suffix)]
+            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            return word
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase, split on non-alphanumerics, drop stopwords, stem."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+_RELATIVE_TIME_STEMS = frozenset(stem(w) for w in _RELATIVE_TIME)
+
+
+def is_temporal_query(query: str) -> bool:
+    return _TEMPORAL_QUERY.search(query.lower()) is not None
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    k1: float = 1.2
+    b: float = 0.75
+    neighbour: float = 0.5
+    cluster: float = 0.5
+    hashing: float = 0.2
+    entity: float = 0.5
+    temporal: float = 0.3
+
+
+class _Postings:
+    """term -> {row: tf}, with numpy views built lazily for the terms a query touches."""
+
+    __slots__ = ("terms", "_arrays")
+
+    def __init__(self) -> None:
+        self.terms: dict[str, dict[int, int]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def add(self, row: int, counts: Mapping[str, int]) -> None:
+        for term, tf in counts.items():
+            self.terms.setdefault(term, {})[row] = tf
+            self._arrays.pop(term, None)
+
+    def sub(self, row: int, terms: Iterable[str]) -> None:
+        for term in terms:
+            plist = self.terms.get(term)
+            if plist is None:
+                continue
+            plist.pop(row, None)
+            if not plist:
+                del self.terms[term]
+            self._arrays.pop(term, None)
+
+    def df(self, term: str) -> int:
+        plist = self.terms.get(term)
+        return len(plist) if plist else 0
+
+    def arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        got = self._arrays.get(term)
+        if got is None:
+            plist = self.terms.get(term)
+            if not plist:
+                return None
+            rows = np.fromiter(plist.keys(), dtype=np.int64, count=len(plist))
+            tfs = np.fromiter(plist.values(), dtype=np.float64, count=len(plist))
+            got = self._arrays[term] = (rows, tfs)
+        return got
+
+
+def _bm25(post: _Postings, terms: Iterable[str], n_docs: int, lengths: np.ndarray,
+          avg_len: float, k1: float, b: float, size: int) -> np.ndarray:
+    out = np.zeros(size)
+    if n_docs == 0 or avg_len <= 0:
+        return out
+    for term in terms:
+        got = post.arrays(term)
+        if got is None:
+            continue
+        rows, tf = got
+        df = len(rows)
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        norm = k1 * (1.0 - b + b * lengths[rows] / avg_len)
+        out[rows] += idf * tf * (k1 + 1.0) / (tf + norm)
+    return out
+
+
+class HybridIndex:
+    """Incremental hybrid scorer over graph nodes (keyed by node id).
+
+    ``embed`` is the hashing-v1 embedder (text -> unit vector); when given,
+    nodes upserted without a ``vector`` are embedded with it and queries are
+    embedded with it.  Without it, the hashing signal uses only vectors passed
+    in explicitly (and ``query_vector`` at query time).
+    """
+
+    def __init__(self, params: HybridParams | None = None, *,
+                 embed: Callable[[str], np.ndarray] | None = None, dim: int = 256) -> None:
+        self.params = params or HybridParams()
+        self.embed = embed
+        self.dim = dim
+        self._row_of: dict[int, int] = {}
+        self._cap = 0
+        self._n = 0  # rows ever allocated (rows are not reused)
+        self._free: list[int] = []
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._alive = np.zeros(0, dtype=bool)
+        self._len = np.zeros(0)
+        self._cid = np.zeros(0, dtype=np.int64)  # cluster index, -1 for none
+        self._prev = np.zeros(0, dtype=np.int64)  # row of previous sibling, or own row
+        self._next = np.zeros(0, dtype=np.int64)
+        self._ent = np.zeros(0, dtype=np.int64)  # entity index, -1 for none
+        self._temporal = np.zeros(0, dtype=bool)
+        self._vec = np.zeros((0, dim), dtype=np.float32)
+        self._counts: list[dict[str, int] | None] = []
+        self._live = 0
+        self._total_len = 0.0
+        self._post = _Postings()
+        # clusters (PartOf parents)
+        self._cluster_of_parent: dict[int, int] = {}
+        self._cluster_members: list[list[tuple[int, int]]] = []  # sorted (node_id, row)
+        self._cluster_counts: list[dict[str, int]] = []
+        self._cluster_len: list[float] = []
+        self._cpost = _Postings()
+        self._clusters_live = 0
+        self._cluster_total_len = 0.0
+        self._parent_of: dict[int, int] = {}
+        # entities
+        self._entity_index: dict[str, int] = {}
+        self._entity_tokens: list[tuple[str, ...]] = []
+        self._entity_refs: list[int] = []
+
+    # ------------------------------------------------------------------ sizes
+    def __len__(self) -> int:
+        return self._live
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._row_of
+
+    def _grow(self) -> None:
+        cap = max(64, self._cap * 2)
+
+        def grown(arr: np.ndarray, fill) -> np.ndarray:
+            new = np.full((cap,) + arr.shape[1:], fill, dtype=arr.dtype)
+            new[: self._cap] = arr
+            return new
+
+        self._ids = grown(self._ids, -1)
+        self._alive = grown(self._alive, False)
+        self._len = grown(self._len, 0.0)
+        self._cid = grown(self._cid, -1)
+        self._prev = grown(self._prev, 0)
+        self._next = grown(self._next, 0)
+        self._ent = grown(self._ent, -1)
+        self._temporal = grown(self._temporal, False)
+        self._vec = grown(self._vec, 0.0)
+        self._cap = cap
+
+    # ------------------------------------------------------------ mutation
+    def upsert(self, node_id: int, text: str, *, vector: np.ndarray | Sequence[float] | None = None,
+               parent: int | None = None, entity: str | None = None) -> None:
+        """Add node ``node_id`` or replace its text, vector, parent and entity."""
+        if node_id in self._row_of:
+            self.remove(node_id)
+        if self._free:
+            row = self._free.pop()
+        else:
+            if self._n == self._cap:
+                self._grow()
+            row = self._n
+            self._n += 1
+            self._counts.append(None)
+        self._row_of[node_id] = row
+        toks = tokenize(text)
+        counts: dict[str, int] = {}
+        for t in toks:
+            counts[t] = counts.get(t, 0) + 1
+        self._counts[row] = counts
+        self._ids[row] = node_id
+        self._alive[row] = True
+        self._len[row] = len(toks)
+        self._temporal[row] = any(t in _RELATIVE_TIME_STEMS for t in counts)
+        self._prev[row] = row
+        self._next[row] = row
+        self._cid[row] = -1
+        self._live += 1
+        self._total_len += len(toks)
+        self._post.add(row, counts)
+        if vector is None and self.embed is not None:
+            vector = self.embed(text)
+        if vector is not None and len(vector) == self.dim:
+            self._vec[row] = np.asarray(vector, dtype=np.float32)
+        else:
+            self._vec[row] = 0.0
+        self._ent[row] = self._entity_ref(entity) if entity else -1
+        if parent is not None:
+            self._attach(node_id, row, parent)
+
+    def remove(self, node_id: int) -> None:
+        """Drop a node (deleted, or about to be replaced).  Unknown ids are ignored."""
+        row = self._row_of.pop(node_id, None)
+        if row is None:
+            return
+        self._detach(node_id, row)
+        counts = self._counts[row] or {}
+        self._post.sub(row, counts)
+        self._counts[row] = None
+        self._live -= 1
+        self._total_len -= self._len[row]
+        self._alive[row] = False
+        self._len[row] = 0.0
+        self._vec[row] = 0.0
+        ent = int(self._ent[row])
+        if ent >= 0:
+            self._entity_refs[ent] -= 1
+        self._ent[row] = -1
+        self._temporal[row] = False
+        self._free.append(row)
+
+    def set_parent(self, node_id: int, parent: int | None) -> None:
+        """Move a node into the cluster of ``parent`` (a PartOf edge), or out of any."""
+        row = self._row_of.get(node_id)
+        if row is None:
+            return
+        if self._parent_of.get(node_id) == parent:
+            return
+        self._detach(node_id, row)
+        if parent is not None:
+            self._attach(node_id, row, parent)
+
+    def _entity_ref(self, entity: str) -> int:
+        key = " ".join(_WORD.findall(entity.lower()))
+        if not key:
+            return -1
+        idx = self._entity_index.get(key)
+        if idx is None:
+            idx = self._entity_index[key] = len(self._entity_tokens)
+            self._entity_tokens.append(tuple(key.split()))
+            self._entity_refs.append(0)
+        self._entity_refs[idx] += 1
+        return idx
+
+    def _attach(self, node_id: int, row: int, parent: int) -> None:
+        cid = self._cluster_of_parent.get(parent)
+        if cid is None:
+            cid = self._cluster_of_parent[parent] = len(self._cluster_members)
+            self._cluster_members.append([])
+            self._cluster_counts.append({})
+            self._cluster_len.append(0.0)
+        members = self._cluster_members[cid]
+        pos = bisect.bisect_left(members, (node_id, row))
+        members.insert(pos, (node_id, row))
+        self._relink(members, pos)
+        self._parent_of[node_id] = parent
+        self._cid[row] = cid
+        if len(members) == 1:
+            self._clusters_live += 1
+        ccounts = self._cluster_counts[cid]
+        for term, tf in (self._counts[row] or {}).items():
+            ccounts[term] = ccounts.get(term, 0) + tf
+        self._cpost.add(cid, {t: ccounts[t] for t in (self._counts[row] or {})})
+        self._cluster_len[cid] += self._len[row]
+        self._cluster_total_len += self._len[row]
+
+    def _detach(self, node_id: int, row: int) -> None:
+        parent = self._parent_of.pop(node_id, None)
+        if parent is None:
+            return
+        cid = self._cluster_of_parent[parent]
+        members = self._cluster_members[cid]
+        pos = bisect.bisect_left(members, (node_id, row))
+        del members[pos]
+        self._prev[row] = row
+        self._next[row] = row
+        if members:
+            self._relink(members, min(pos, len(members) - 1))
+            if pos > 0:
+                self._relink(members, pos - 1)
+        else:
+            self._clusters_live -= 1
+        self._cid[row] = -1
+        ccounts = self._cluster_counts[cid]
+        changed: dict[str, int] = {}
+        gone: list[str] = []
+        for term, tf in (self._counts[row] or {}).items():
+            left = ccounts.get(term, 0) - tf
+            if left > 0:
+                ccounts[term] = changed[term] = left
+            else:
+                ccounts.pop(term, None)
+                gone.append(term)
+        self._cpost.sub(cid, gone)
+        self._cpost.add(cid, changed)
+        self._cluster_len[cid] -= self._len[row]
+        self._cluster_total_len -= self._len[row]
+
+    def _relink(self, members: list[tuple[int, int]], pos: int) -> None:
+        """Fix prev/next of members[pos] and of its two neighbours."""
+        for i in (pos - 1, pos, pos + 1):
+            if 0 <= i < len(members):
+                r = members[i][1]
+                self._prev[r] = members[i - 1][1] if i > 0 else r
+                self._next[r] = members[i + 1][1] if i + 1 < len(members) else r
+
+    # --------------------------------------------------------------- query
+    def signals(self, query: str, *, query_vector: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Each raw signal over the rows (for ablations and debugging)."""
+        p = self.params
+        n = self._n
+        terms = set(tokenize(query))
+        avg = self._total_len / self._live if self._live else 0.0
+        lex = _bm25(self._post, terms, self._live, self._len[:n], avg, p.k1, p.b, n)
+        top = lex.max() if n else 0.0
+        if top > 0:
+            lex /= top
+        out = {"lexical": lex}
+        idx = np.arange(n)
+        prev, nxt = self._prev[:n], self._next[:n]
+        out["neighbour"] = np.maximum(np.where(prev != idx, lex[prev], 0.0), np.where(nxt != idx, lex[nxt], 0.0))
+        n_cl = len(self._cluster_members)
+        if n_cl and self._clusters_live:
+            clen = np.asarray(self._cluster_len)
+            cavg = self._cluster_total_len / self._clusters_live
+            cs = _bm25(self._cpost, terms, self._clusters_live, clen, cavg, p.k1, p.b, n_cl)
+            ctop = cs.max()
+            if ctop > 0:
+                cs /= ctop
+            cid = self._cid[:n]
+            out["cluster"] = np.where(cid >= 0, cs[np.maximum(cid, 0)], 0.0)
+        else:
+            out["cluster"] = np.zeros(n)
+        if query_vector is None and self.embed is not None and p.hashing:
+            query_vector = self.embed(query)
+        if query_vector is not None and len(query_vector) == self.dim:
+            out["hashing"] = self._vec[:n] @ np.asarray(query_vector, dtype=np.float32)
+        else:
+            out["hashing"] = np.zeros(n)
+        ent = self._query_entities(query)
+        out["entity"] = np.isin(self._ent[:n], ent) if len(ent) == 1 else np.zeros(n, dtype=bool)
+        out["temporal"] = self._temporal[:n] if is_temporal_query(query) else np.zeros(n, dtype=bool)
+        return out
+
+    def _query_entities(self, query: str) -> list[int]:
+        words = set(_WORD.findall(query.lower()))
+        return [i for i, toks in enumerate(self._entity_tokens)
+                if self._entity_refs[i] > 0 and all(t in words for t in toks)]
+
+    def combine(self, sig: Mapping[str, np.ndarray], params: HybridParams | None = None) -> np.ndarray:
+        p = params or self.params
+        s = sig["lexical"] + p.neighbour * sig["neighbour"] + p.cluster * sig["cluster"] + p.hashing * sig["hashing"]
+        s = s / (1.0 + p.neighbour + p.cluster + p.hashing)
+        if p.entity:
+            s = s * np.where(sig["entity"], 1.0 + p.entity, 1.0)
+        if p.temporal:
+            s = s * np.where(sig["temporal"], 1.0 + p.temporal, 1.0)
+        return np.where(self._alive[: len(s)], s, 0.0)
+
+    def score_all(self, query: str, *, query_vector: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(node_ids, scores) of every live node, in no particular order."""
+        n = self._n
+        s = self.combine(self.signals(query, query_vector=query_vector))
+        alive = self._alive[:n]
+        return self._ids[:n][alive], s[alive]
+
+    def score_map(self, query: str, *, query_vector: np.ndarray | None = None,
+                  min_score: float = 1e-6) -> dict[int, float]:
+        """{node_id: score} for live nodes scoring above ``min_score``."""
+        ids, s = self.score_all(query, query_vector=query_vector)
+        keep = s > min_score
+        return dict(zip(ids[keep].tolist(), s[keep].tolist()))
+
+    def top(self, query: str, k: int = 5, *, query_vector: np.ndarray | None = None,
+            allowed: Callable[[int], bool] | None = None, min_score: float = 1e-6) -> list[tuple[int, float]]:
+        """Best ``k`` (node_id, score), score descending, ties by node id; ``allowed`` filters ids."""
+        ids, s = self.score_all(query, query_vector=query_vector)
+        keep = s > min_score
+        ids, s = ids[keep], s[keep]
+        m = max(4 * k, 64)
+        if allowed is None and len(s) > m:
+            # all candidates at or above the m-th best score, ties included (deterministic)
+            cut = np.partition(s, len(s) - m)[len(s) - m]
+            near = s >= cut
+            ids, s = ids[near], s[near]
+        order = np.lexsort((ids, -s))
+        out: list[tuple[int, float]] = []
+        for i in order:
+            nid = int(ids[i])
+            if allowed is not None and not allowed(nid):
+                continue
+            out.append((nid, float(s[i])))
+            if len(out) >= k:
+                break
+        return out
