@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from .policy import DefaultPolicy
-from .skills import SkillsPlugin
+from .skills import _PLUGIN as SKILLS
 
 PLUGINS = {
     "mino.policy": DefaultPolicy(),
-    "mino.skills": SkillsPlugin(),
+    "mino.skills": SKILLS,
 }

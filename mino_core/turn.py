@@ -51,6 +51,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
 
     compaction.maybe_compact(session, info)
     front = render_front(session, info)
+    session.state["front_text"] = front
     outcomes: list[ToolOutcome] = []
     requests, answer, ended = 0, "", "answer"
     try:
