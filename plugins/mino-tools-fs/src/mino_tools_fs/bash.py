@@ -1,0 +1,176 @@
+"""The Bash tool: one shell command in the project folder, with a timeout and an output cap.
+
+The command gets its own process group (and, in bubblewrap, its own PID namespace), so a
+timeout kills everything it started, not just the shell.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from mino_core import InvalidArguments, Tool, ToolContext, ToolResult
+
+from . import sandbox
+from .paths import project_real
+
+DEFAULT_TIMEOUT = 120  # seconds
+MAX_TIMEOUT = 600
+DEFAULT_CAP = 30_000  # bytes of output kept: the first and the last half
+
+
+@dataclass
+class Settings:
+    timeout: int = DEFAULT_TIMEOUT
+    cap: int = DEFAULT_CAP
+    use_sandbox: bool = True
+
+    @classmethod
+    def from_context(cls, ctx: ToolContext) -> "Settings":
+        section = ctx.section("tools-fs")
+
+        def positive(key: str, default: int) -> int:
+            value = section.get(key, default)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+        return cls(positive("bash_timeout", DEFAULT_TIMEOUT), positive("bash_output_cap", DEFAULT_CAP),
+                   section.get("sandbox", True) is not False)
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None  # None when it was killed for the timeout
+    output: str
+    total_bytes: int
+    truncated: bool
+    timed_out: bool
+
+
+class _Collector:
+    """Keeps the first and the last ``cap // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap: int):
+        self.head_cap, self.tail_cap = cap - cap // 2, cap // 2
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_cap:
+            self.tail += chunk
+            del self.tail[:max(0, len(self.tail) - self.tail_cap)]
+
+    def text(self) -> tuple[str, bool]:
+        kept = len(self.head) + len(self.tail)
+        head = self.head.decode("utf-8", errors="replace")
+        if kept == self.total:
+            return head + self.tail.decode("utf-8", errors="replace"), False
+        tail = self.tail.decode("utf-8", errors="replace")
+        left = self.total - kept
+        return f"{head}\n[... {left} bytes of output left out ...]\n{tail}", True
+
+
+def run_command(command: str, cwd: Path, timeout: float, cap: int,
+                box: sandbox.Sandbox | None) -> Outcome:
+    """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given)."""
+    env = sandbox.scrubbed_env()
+    private_tmp = None
+    argv = ["/bin/sh", "-c", command]
+    if box is not None:
+        if box.kind == "sandbox-exec":  # no private /tmp there: a fresh folder instead
+            private_tmp = Path(tempfile.mkdtemp(prefix="mino-bash-"))
+            env["TMPDIR"] = str(private_tmp)
+        argv = box.wrap(argv, cwd, private_tmp)
+    collector = _Collector(cap)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+            collector.feed(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # Whatever it left running in its group goes too (also on Ctrl-C in mino).
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        reader.join(timeout=2)  # a process that left the group may still hold the pipe
+        if proc.stdout:
+            proc.stdout.close()
+        if private_tmp is not None:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+    text, truncated = collector.text()
+    return Outcome(None if timed_out else proc.returncode, text, collector.total, truncated, timed_out)
+
+
+def report(outcome: Outcome, timeout: float, cap: int) -> ToolResult:
+    """The result the model reads: the output, then what happened."""
+    lines = [outcome.output.rstrip("\n")] if outcome.output.strip() else ["(no output)"]
+    if outcome.truncated:
+        lines.append(f"[Output truncated: {outcome.total_bytes} bytes in all, over the cap of {cap}; "
+                     "the first and the last part are shown. Redirect to a file or filter it.]")
+    if outcome.timed_out:
+        lines.append(f"[Timed out after {timeout:g} s; the command and everything it started were "
+                     "killed. Pass a larger timeout or run less at once.]")
+        return ToolResult.failed("\n".join(lines))
+    lines.append(f"[Exit code: {outcome.exit_code}]")
+    if outcome.exit_code != 0:
+        return ToolResult.failed("\n".join(lines))
+    return ToolResult.completed("\n".join(lines))
+
+
+def _box(ctx: ToolContext) -> sandbox.Sandbox | None:
+    return sandbox.detect() if Settings.from_context(ctx).use_sandbox else None
+
+
+def validate(args: dict, ctx: ToolContext) -> dict:
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise InvalidArguments("command is empty.")
+    timeout = args.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout <= MAX_TIMEOUT):
+        raise InvalidArguments(f"timeout must be a number of seconds between 1 and {MAX_TIMEOUT}.")
+    return args
+
+
+def run(args: dict, ctx: ToolContext) -> ToolResult:
+    settings = Settings.from_context(ctx)
+    timeout = float(args.get("timeout") or settings.timeout)
+    outcome = run_command(args["command"], project_real(ctx.project_root), timeout, settings.cap, _box(ctx))
+    return report(outcome, timeout, settings.cap)
+
+
+def tool(box: sandbox.Sandbox | None) -> Tool:
+    """The Bash tool; its description tells the model whether it runs sandboxed."""
+    return Tool(
+        name="Bash",
+        description=("Run a shell command (/bin/sh -c) in the project folder and return its output "
+                     "(stdout and stderr together) and exit code. Default timeout "
+                     f"{DEFAULT_TIMEOUT} s unless configured; long output is cut in the middle. "
+                     "Secrets are removed from the environment. " + sandbox.status_line(box)),
+        parameters={"type": "object", "properties": {
+            "command": {"type": "string", "description": "The command line."},
+            "timeout": {"type": "number", "description": f"Seconds before it is killed (at most {MAX_TIMEOUT})."}},
+            "required": ["command"], "additionalProperties": False},
+        run=run, validate=validate,
+        sandboxed=lambda args, ctx: _box(ctx) is not None,
+    )
