@@ -1,0 +1,48 @@
+"""The hook implementations that make this package mino's ``files`` memory backend."""
+from __future__ import annotations
+
+from mino_core import hookimpl
+
+from . import store
+from .tools import make_tools
+
+NAME = "mino-memory-files"
+
+
+@hookimpl
+def memory_backend():
+    return "files"
+
+
+@hookimpl
+def register_tools(context):
+    return make_tools()
+
+
+@hookimpl
+def front_input(turn):
+    """The index, rendered from the folder now; reports skipped files when they change."""
+    session = turn.session
+    directory = store.memory_dir(session.home)
+    scan = store.scan(directory)
+    if turn.purpose == "turn":
+        _report(session, directory, scan.problems)
+    return scan.text or None
+
+
+def _report(session, directory, problems) -> None:
+    # session.state is per session object, so a new or resumed session reports afresh.
+    state = session.state.setdefault(NAME, {})
+    current = [(p.file, p.reason) for p in problems]
+    if state.get("reported") == current:
+        return
+    state["reported"] = current
+    if current:
+        session.notice(store.notice(directory, problems))
+
+
+@hookimpl
+def register_commands(group, context):
+    from .commands import add_commands
+
+    add_commands(group, context)
