@@ -1,0 +1,151 @@
+"""The plugin host: loading, narrowing, failures contained, duplicates loud, one backend."""
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+
+from mino_core import hookspecs
+from mino_core.plugins import PluginContext, build_host
+
+PLUGIN_SOURCE = '''
+from mino_core import hookimpl, Tool, ToolResult
+
+@hookimpl
+def register_tools(context):
+    return [Tool("{tool}", "t", {{"type": "object"}}, read_only=True,
+                 run=lambda a, c: ToolResult.completed("x"))]
+'''
+
+BACKEND_SOURCE = '''
+from mino_core import hookimpl
+CALLS = []
+
+@hookimpl
+def memory_backend():
+    return "{backend}"
+
+@hookimpl
+def front_input(turn):
+    CALLS.append(turn)
+    return "from {backend}"
+'''
+
+
+@pytest.fixture
+def make_plugins(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for key in ("MINO_PLUGINS", "MINO_DISABLE_PLUGINS", "MINO_MEMORY_BACKEND", "MINO_STRICT_PLUGINS"):
+        monkeypatch.delenv(key, raising=False)
+
+    def make(**sources: str) -> list[EntryPoint]:
+        eps = []
+        for name, source in sources.items():
+            module = f"fake_{name.replace('-', '_')}_{abs(hash(str(tmp_path))) % 10**6}"
+            (tmp_path / f"{module}.py").write_text(source)
+            eps.append(EntryPoint(name=name, value=module, group="mino"))
+        return eps
+
+    return make
+
+
+def host_for(eps, config=None, tmp=Path("/tmp")):
+    return build_host(PluginContext(home=tmp, project_root=tmp, config=config or {}), entry_points=eps)
+
+
+def test_a_plugin_that_fails_to_import_is_reported_and_the_rest_load(make_plugins):
+    eps = make_plugins(**{"good": PLUGIN_SOURCE.format(tool="good_tool"),
+                          "broken": "raise RuntimeError('kaboom at import')"})
+    host = host_for(eps)
+    assert host.plugins["broken"].status == "failed"
+    assert "kaboom at import" in host.plugins["broken"].error
+    assert "good_tool" in host.tools
+    [message] = host.errors
+    assert "broken" in message and "MINO_DISABLE_PLUGINS=broken" in message and "\n" not in message
+
+
+def test_strict_mode_reraises(make_plugins, monkeypatch):
+    eps = make_plugins(broken="raise RuntimeError('kaboom')")
+    monkeypatch.setenv("MINO_STRICT_PLUGINS", "1")
+    with pytest.raises(RuntimeError):
+        host_for(eps)
+
+
+def test_duplicate_tool_names_name_both_plugins(make_plugins):
+    eps = make_plugins(alpha=PLUGIN_SOURCE.format(tool="same"), beta=PLUGIN_SOURCE.format(tool="same"))
+    host = host_for(eps)
+    assert "same" not in host.tools
+    [message] = host.errors
+    assert "alpha" in message and "beta" in message and "'same'" in message
+
+
+def test_allow_and_deny_lists_filter_before_import(make_plugins, monkeypatch):
+    eps = make_plugins(good=PLUGIN_SOURCE.format(tool="good_tool"),
+                       broken="raise RuntimeError('never imported')")
+    monkeypatch.setenv("MINO_DISABLE_PLUGINS", "broken")
+    host = host_for(eps)
+    assert host.plugins["broken"].status == "disabled" and host.errors == []
+    monkeypatch.delenv("MINO_DISABLE_PLUGINS")
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,good")
+    host = host_for(eps)
+    assert host.plugins["broken"].status == "disabled"
+    assert host.plugins["mino.skills"].status == "disabled"
+    assert host.plugins["good"].status == "loaded"
+
+
+def test_graph_backend_wins_by_default_and_config_or_env_choose(make_plugins, monkeypatch):
+    eps = make_plugins(**{"mem-files": BACKEND_SOURCE.format(backend="files"),
+                          "mem-graph": BACKEND_SOURCE.format(backend="graph")})
+    host = host_for(eps)
+    assert host.backend == "graph" and "installed" in host.backend_reason
+    assert host.plugins["mem-files"].status == "inactive"
+    # The inactive backend's hooks are never called.
+    assert [text for _, text in host.call("front_input", turn=None)] == ["from graph"]
+
+    host = host_for(eps, config={"memory": {"backend": "files"}})
+    assert host.backend == "files" and "config.yaml" in host.backend_reason
+    monkeypatch.setenv("MINO_MEMORY_BACKEND", "graph")
+    host = host_for(eps, config={"memory": {"backend": "files"}})
+    assert host.backend == "graph" and "MINO_MEMORY_BACKEND" in host.backend_reason
+    monkeypatch.setenv("MINO_MEMORY_BACKEND", "vector")
+    host = host_for(eps)
+    assert host.backend is None and "not installed" in host.errors[0]
+
+
+def test_one_failing_hook_does_not_silence_the_others(make_plugins):
+    eps = make_plugins(bad="from mino_core import hookimpl\n@hookimpl\ndef front_input(turn):\n    raise ValueError('bad hook')\n",
+                       good="from mino_core import hookimpl\n@hookimpl\ndef front_input(turn):\n    return 'good text'\n")
+    host = host_for(eps)
+    assert [text for _, text in host.call("front_input", turn=None)] == ["good text"]
+    assert "bad failed in front_input: ValueError: bad hook" in host.errors[0]
+
+
+def test_core_policy_is_an_ordinary_plugin_that_can_be_blocked(make_plugins, monkeypatch):
+    monkeypatch.setenv("MINO_DISABLE_PLUGINS", "mino.policy")
+    host = host_for([])
+    assert host.plugins["mino.policy"].status == "disabled"
+    assert host.call("decide_permission", call=None, tool=None, mode="manual", session=None) == []
+
+
+def test_every_hookspec_is_documented_with_an_example():
+    specs = [f for name, f in inspect.getmembers(hookspecs, inspect.isfunction)
+             if hasattr(f, "mino_spec")]
+    assert {f.__name__ for f in specs} >= {"front_input", "register_tools", "decide_permission",
+                                           "after_turn", "tool_outcome", "memory_backend",
+                                           "register_commands"}
+    for spec in specs:
+        doc = inspect.getdoc(spec) or ""
+        assert "Called" in doc and "Example::" in doc and "@hookimpl" in doc, spec.__name__
+
+
+def test_every_hookspec_has_an_implementation_that_tests_reach():
+    """datasette's rule: a hook nobody implements is a hook that can silently break."""
+    root = Path(__file__).parent.parent
+    files = [p for folder in ("tests", "plugins", "mino_core") for p in (root / folder).rglob("*.py")
+             if p.name != "hookspecs.py"]
+    text = "".join(p.read_text() for p in files)
+    for name, f in inspect.getmembers(hookspecs, inspect.isfunction):
+        if hasattr(f, "mino_spec"):
+            assert f"def {name}(" in text, f"no implementation of {name}"

@@ -1,0 +1,66 @@
+"""The default policy, mode by mode, through real turns."""
+from __future__ import annotations
+
+import pytest
+
+from mino_core.permissions import Decision, Rule, combine
+
+
+def run_one(harness, scripted_server, mode, name, approve="none", config=None):
+    h = harness(mode=mode, approve=approve, config=config or {})
+    (h.session.project_root / "a.txt").write_text("x")
+    scripted_server.add({"calls": [{"name": name, "arguments": {"path": "a.txt", "content": "y"}}]},
+                        {"text": "ok"})
+    record = h.turn("go")
+    asked = "Approve this operation?" in h.transcript
+    return record.outcomes[0].result.status.value, asked
+
+
+@pytest.mark.parametrize("mode,name,status,asked", [
+    ("manual", "note_read", "completed", False),
+    ("manual", "note_write", "denied", True),
+    ("accept-edits", "note_write", "completed", False),
+    ("bypass", "note_write", "completed", False),
+    ("manual", "note_shell", "completed", False),
+    ("manual", "note_send", "denied", True),
+    ("accept-edits", "note_send", "denied", True),
+    ("bypass", "note_send", "completed", False),
+])
+def test_mode_ladder(harness, scripted_server, mode, name, status, asked):
+    assert run_one(harness, scripted_server, mode, name) == (status, asked)
+
+
+def test_deny_rule_wins_even_in_bypass(harness, scripted_server):
+    config = {"permissions": {"deny": ["note_write(a.*)"]}}
+    status, asked = run_one(harness, scripted_server, "bypass", "note_write", config=config)
+    assert (status, asked) == ("denied", False)
+    assert "deny rule note_write(a.*)" in scripted_server.texts()[-1]
+
+
+def test_allow_rule_runs_shown(harness, scripted_server):
+    config = {"permissions": {"allow": ["note_send"]}}
+    assert run_one(harness, scripted_server, "manual", "note_send", config=config) == ("completed", False)
+
+
+def test_a_target_outside_the_project_is_not_a_project_edit(harness, scripted_server, tmp_path):
+    h = harness(mode="accept-edits", approve="none")
+    scripted_server.add({"calls": [{"name": "note_write", "arguments": {"path": "../outside.txt",
+                                                                       "content": "y"}}]}, {"text": "ok"})
+    record = h.turn("go")
+    assert record.outcomes[0].result.status.value == "denied"
+    assert "Approve this operation?" in h.transcript
+
+
+def test_combine_deny_beats_ask_beats_allow():
+    assert combine([Decision.allow(), Decision.ask(), Decision.deny("x")]).verdict == "deny"
+    assert combine([Decision.allow(), Decision.ask()]).verdict == "ask"
+    assert combine([Decision.allow(), Decision.allow(show=True)]).show is True
+    assert combine([]).verdict == "ask"
+
+
+def test_rules():
+    assert Rule.parse("Bash(git status)").matches("Bash", {"command": "git status --short"})
+    assert not Rule.parse("Bash(git status)").matches("Bash", {"command": "git statusx"})
+    assert Rule.parse("write_file(docs/*)").matches("write_file", {"path": "docs/a.md"})
+    assert not Rule.parse("write_file(docs/*)").matches("write_file", {"path": "src/a.py"})
+    assert Rule.parse("memory_save").matches("memory_save", {"name": "x"})
