@@ -1,0 +1,149 @@
+"""The installed ``mino`` command: real processes, a real pseudo-terminal."""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mino_core.testing.harness import isolated_env
+
+MINO = shutil.which("mino") or os.path.join(os.path.dirname(sys.executable), "mino")
+
+
+def run(args, home, **env):
+    full = isolated_env(home)
+    full.update(env)
+    return subprocess.run([MINO, *args], env=full, capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_importing_the_cli_does_not_import_openai():
+    code = "import sys, mino_core.cli; print('openai' in sys.modules, 'structlog' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_missing_settings_are_one_line_not_a_traceback(tmp_path):
+    result = run([], tmp_path / "home")
+    assert result.returncode == 2
+    assert "set OPENAI_API_KEY" in result.stderr and "MINO_BASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_broken_config_is_one_line(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("model: [unclosed\n")
+    result = run(["-p", "hi"], home, OPENAI_API_KEY="x")
+    assert result.returncode == 2 and "not valid YAML" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_mode_and_session(tmp_path):
+    result = run(["--mode", "yolo"], tmp_path / "home", OPENAI_API_KEY="x")
+    assert result.returncode == 2 and "Unknown mode 'yolo'" in result.stderr
+    result = run(["--resume", "0" * 32], tmp_path / "home", OPENAI_API_KEY="x")
+    assert result.returncode == 2 and "No session" in result.stderr
+
+
+def test_headless_prompt_answers_and_denies_questions(tmp_path, scripted_server):
+    scripted_server.add({"text": "Four."})
+    result = run(["-p", "2+2?"], tmp_path / "home", MINO_BASE_URL=scripted_server.base_url)
+    assert result.returncode == 0, result.stderr
+    assert "Four." in result.stdout
+    listed = run(["sessions"], tmp_path / "home")
+    assert "2+2?" in listed.stdout
+
+
+def test_plugins_json_lists_the_core_and_installed_plugins(tmp_path):
+    result = run(["plugins", "--json"], tmp_path / "home")
+    data = json.loads(result.stdout)
+    names = {p["name"]: p for p in data["plugins"]}
+    assert names["mino.policy"]["status"] == "loaded"
+    assert "decide_permission" in names["mino.policy"]["hooks"]
+    assert "skill_view" in names["mino.skills"]["tools"]
+    human = run(["plugins"], tmp_path / "home")
+    assert "Memory backend:" in human.stdout
+
+
+def test_permissions_explains_rules(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("permissions:\n  deny: ['Bash(rm *)']\n")
+    result = run(["permissions"], home)
+    assert "deny   Bash(rm *)" in result.stdout and "bypass" in result.stdout
+
+
+class Terminal:
+    """mino on a real pseudo-terminal."""
+
+    def __init__(self, args, env):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # child
+            os.execve(MINO, [MINO, *args], env)
+        self.buffer = ""
+
+    def expect(self, text, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while text not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {text!r}; screen:\n{self.buffer}")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096).decode("utf-8", "replace")
+                except OSError:
+                    chunk = ""
+                if not chunk:
+                    raise AssertionError(f"mino exited before {text!r}; screen:\n{self.buffer}")
+                self.buffer += chunk
+        return self.buffer
+
+    def send(self, line):
+        os.write(self.fd, (line + "\n").encode())
+
+    def close(self):
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        finally:
+            os.close(self.fd)
+        return os.waitstatus_to_exitcode(status)
+
+
+def test_repl_transcript_through_a_pseudo_terminal(tmp_path, scripted_server):
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir()
+    env = isolated_env(home)
+    env.update(MINO_BASE_URL=scripted_server.base_url, MINO_PROJECT=str(project),
+               MINO_PLUGINS="mino.policy,mino.skills", TERM="dumb")
+    scripted_server.add({"text": "Hello from the model."},
+                        {"calls": [{"name": "skill_view", "arguments": {"name": "missing"}}]},
+                        {"require": "status: invalid_arguments", "text": "No such skill."})
+    term = Terminal([], env)
+    screen = term.expect("You> ")
+    assert "Session: " in screen and "Permission mode: manual. Use /mode to change it." in screen
+    term.send("hi there")
+    term.expect("Assistant> Hello from the model.")
+    term.expect("You> ")
+    term.send("read the deploy skill")
+    term.expect("[Tool: skill_view]")
+    term.expect("[Tool result: invalid_arguments]")
+    term.expect("Assistant> No such skill.")
+    term.send("/mode accept-edits")
+    term.expect("Permission mode: accept-edits.")
+    term.send("/new")
+    term.expect("Permission mode: accept-edits. Use /mode to change it.")
+    term.send("/help")
+    term.expect("/resume [ID]")
+    term.send("/exit")
+    assert term.close() == 0
+    assert scripted_server.failures == []
