@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from mino_core import ToolContext
+from mino_tools_fs import sandbox
+
+
+@pytest.fixture
+def ctx(project, tmp_path):
+    """A ToolContext on an empty temporary project (``ctx.config`` may be edited)."""
+    return ToolContext(project_root=project, home=tmp_path / "home", session_id="test",
+                       mode="manual", config={})
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder next to the project, with a file in it, that no tool may touch."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("outside secret\n")
+    return folder
+
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None or sandbox.detect() is None or sandbox.detect().kind != "bubblewrap",
+    reason="bubblewrap is not installed or not usable here")
