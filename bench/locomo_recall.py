@@ -308,6 +308,38 @@ def ablation(convs):
     return out
 
 
+def scale_check(convs, n_nodes: int, n_queries: int = 100) -> dict:
+    """Latency at ``n_nodes``: LoCoMo turns replicated (each copy its own sessions), hybrid-v1
+    top 5 against the floor of SPEC section 12 (float32 matrix-vector product + top-k), same run."""
+    turns = [t for _, ts, _, _ in convs for t in ts]
+    base = [(t.full, _local_embed(t.full).astype(np.float32), t.speaker, t.session) for t in turns]
+    idx = HybridIndex()
+    t0 = time.perf_counter()
+    nid = 0
+    while nid < n_nodes:
+        rep = nid // len(base)
+        for text, vec, speaker, session in base[: n_nodes - nid]:
+            nid += 1
+            idx.upsert(nid, text, vector=vec, parent=-(rep * 1000 + session), entity=speaker)
+    build_s = time.perf_counter() - t0
+    mat = idx._vec[: idx._n]
+    qs = [q for _, _, _, qq in convs for q, _, _ in qq][:n_queries]
+    qvs = [_local_embed(q).astype(np.float32) for q in qs]
+    floor, hyb = [], []
+    for q, qv in zip(qs, qvs):  # interleaved, so both see the same machine load
+        t0 = time.perf_counter()
+        s = mat @ qv
+        top = np.argpartition(-s, 5)[:5]
+        top[np.argsort(-s[top])]
+        floor.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        idx.top(q, 5, query_vector=qv)
+        hyb.append(time.perf_counter() - t0)
+    f50, h50 = statistics.median(floor) * 1000, statistics.median(hyb) * 1000
+    return {"nodes": n_nodes, "build_s": round(build_s, 2), "floor_p50_ms": round(f50, 3),
+            "hybrid_p50_ms": round(h50, 3), "ratio": round(h50 / f50, 2)}
+
+
 def _table(results: dict) -> str:
     head = f"{'retriever':<16}{'R@5':>7}{'R@10':>7}" + "".join(f"{'c' + str(c) + ' @5/@10':>14}" for c in CATEGORIES) + f"{'p50ms':>8}{'p95ms':>8}"
     lines = [head]
@@ -326,6 +358,7 @@ def main(argv=None) -> int:
                     help="repeatable; default: all")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablate", action="store_true", help="also run the default with each signal removed")
+    ap.add_argument("--scale", type=int, metavar="N", help="also time hybrid-v1 at N nodes against the matvec floor")
     a = ap.parse_args(argv)
     if not a.data.exists():
         ap.error(f"no data at {a.data} (pass --data)")
@@ -341,14 +374,17 @@ def main(argv=None) -> int:
         r["skipped"] = skipped_obj
         results[name] = r
     abl = ablation(convs) if a.ablate else None
+    scale = scale_check(convs, a.scale) if a.scale else None
     if a.json:
-        if len(results) == 1 and not abl:
+        if len(results) == 1 and not abl and not scale:
             obj = next(iter(results.values()))
         else:
             obj = {"data": str(a.data), "questions": next(iter(results.values()))["n_questions"],
                    "skipped": skipped_obj, "retrievers": results}
             if abl:
                 obj["ablation"] = abl
+        if scale:
+            obj["scale"] = scale
         print(json.dumps(obj, indent=1))
     else:
         n = next(iter(results.values()))["n_questions"]
@@ -358,6 +394,9 @@ def main(argv=None) -> int:
         if abl:
             print("\nablation (default retriever)")
             print(_table(abl))
+        if scale:
+            print(f"\nscale: {scale['nodes']} nodes built in {scale['build_s']} s; top 5 p50 "
+                  f"{scale['hybrid_p50_ms']} ms vs matvec floor {scale['floor_p50_ms']} ms (x{scale['ratio']})")
     return 0
 
 

@@ -180,6 +180,9 @@ def test_incremental_equals_fresh_build(ops, query_words):
     assert a.keys() == b.keys()
     for k in a:
         assert a[k] == pytest.approx(b[k], rel=1e-9, abs=1e-12)
+    # the fused scoring path equals the sum of the separately computed signals
+    for q2 in (q, "when " + q):
+        assert np.allclose(inc.scores(q2), inc.combine(inc.signals(q2)), rtol=1e-6, atol=1e-9)
 
 
 # ------------------------------------------------- Mnemo-style domain corpus (memeval shape)

@@ -470,10 +470,64 @@ class HybridIndex:
             s = s * np.where(sig["temporal"], 1.0 + p.temporal, 1.0)
         return np.where(self._alive[: len(s)], s, 0.0)
 
+    def scores(self, query: str, *, query_vector: np.ndarray | None = None) -> np.ndarray:
+        """Final score of every row (dead rows score 0); equals ``combine(signals(...))``.
+
+        The fused path: one dense matrix-vector product for hashing-v1, the lexical
+        score accumulated from the query words' postings, neighbour boosts
+        scattered from the lexical hits only, one gather for the cluster score.
+        """
+        p = self.params
+        n = self._n
+        out = np.zeros(n)
+        if n == 0 or self._live == 0:
+            return out
+        denom = 1.0 + p.neighbour + p.cluster + p.hashing
+        if p.hashing:
+            if query_vector is None and self.embed is not None:
+                query_vector = self.embed(query)
+            if query_vector is not None and len(query_vector) == self.dim:
+                out += self._vec[:n] @ np.asarray(query_vector, dtype=np.float32)
+                out *= p.hashing
+        terms = set(tokenize(query))
+        avg = self._total_len / self._live
+        lex = _bm25(self._post, terms, self._live, self._len[:n], avg, p.k1, p.b, n)
+        hits = np.flatnonzero(lex)
+        if len(hits):
+            lex /= lex[hits].max()
+            out += lex
+            if p.neighbour:
+                vals = lex[hits]
+                nb = np.zeros(n)
+                for side in (self._prev, self._next):
+                    to = side[hits]
+                    moved = to != hits
+                    np.maximum.at(nb, to[moved], vals[moved])
+                nb *= p.neighbour
+                out += nb
+            if p.cluster and self._clusters_live:
+                n_cl = len(self._cluster_members)
+                cavg = self._cluster_total_len / self._clusters_live
+                cs = _bm25(self._cpost, terms, self._clusters_live, np.asarray(self._cluster_len), cavg,
+                           p.k1, p.b, n_cl)
+                ctop = cs.max()
+                if ctop > 0:
+                    padded = np.zeros(n_cl + 1)
+                    padded[1:] = cs * (p.cluster / ctop)
+                    out += padded[self._cid[:n] + 1]
+        out /= denom
+        if p.entity:
+            ent = self._query_entities(query)
+            if len(ent) == 1:
+                out[self._ent[:n] == ent[0]] *= 1.0 + p.entity
+        if p.temporal and is_temporal_query(query):
+            out[self._temporal[:n]] *= 1.0 + p.temporal
+        return out
+
     def score_all(self, query: str, *, query_vector: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(node_ids, scores) of every live node, in no particular order."""
         n = self._n
-        s = self.combine(self.signals(query, query_vector=query_vector))
+        s = self.scores(query, query_vector=query_vector)
         alive = self._alive[:n]
         return self._ids[:n][alive], s[alive]
 
@@ -487,22 +541,22 @@ class HybridIndex:
     def top(self, query: str, k: int = 5, *, query_vector: np.ndarray | None = None,
             allowed: Callable[[int], bool] | None = None, min_score: float = 1e-6) -> list[tuple[int, float]]:
         """Best ``k`` (node_id, score), score descending, ties by node id; ``allowed`` filters ids."""
-        ids, s = self.score_all(query, query_vector=query_vector)
-        keep = s > min_score
-        ids, s = ids[keep], s[keep]
+        s = self.scores(query, query_vector=query_vector)
+        rows = np.flatnonzero(s > min_score)
         m = max(4 * k, 64)
-        if allowed is None and len(s) > m:
-            # all candidates at or above the m-th best score, ties included (deterministic)
-            cut = np.partition(s, len(s) - m)[len(s) - m]
-            near = s >= cut
-            ids, s = ids[near], s[near]
-        order = np.lexsort((ids, -s))
+        if allowed is None and len(rows) > m:
+            # every row at or above the m-th best score, ties included (deterministic)
+            sub = s[rows]
+            cut = np.partition(sub, len(sub) - m)[len(sub) - m]
+            rows = rows[sub >= cut]
+        ids, sc = self._ids[rows], s[rows]
+        order = np.lexsort((ids, -sc))
         out: list[tuple[int, float]] = []
         for i in order:
             nid = int(ids[i])
             if allowed is not None and not allowed(nid):
                 continue
-            out.append((nid, float(s[i])))
+            out.append((nid, float(sc[i])))
             if len(out) >= k:
                 break
         return out
