@@ -560,3 +560,125 @@ class HybridIndex:
             if len(out) >= k:
                 break
         return out
+
+
+# ---------------------------------------------------------------- recall-engine adapter
+ENTITY_KEYS = ("speaker", "author", "person", "who")
+
+
+class HybridScorer:
+    """hybrid-v1 behind the recall engine's ``Scorer`` interface (see ``recall``).
+
+    The engine hands a scorer only (row, node id, text); the graph structure the
+    hybrid uses is read from ``graph`` when a node is added or updated:
+
+    - parent: the newest live PartOf edge from the node to a non-project node
+      (project PartOf edges are scope, not clusters);
+    - entity: the node's active fact under one of ``ENTITY_KEYS``.
+
+    Edges created after their source node are picked up at the next ``scores``
+    call by scanning only edge ids not seen yet (edge ids only grow).  Edges that
+    die later (Unlink, weight to 0) are seen only when the node is re-synced;
+    ``touch(row, node_id)`` re-reads a node's structure for an engine that
+    reports such changes.
+
+    Hashing-v1 cosine comes from an inner ``MnemoScorer`` (Mnemo's exact vectors,
+    also usable alone); the area weight and usefulness bias are applied after
+    the hybrid score exactly as Mnemo applies them to the cosine.
+    """
+
+    name = SCORER_NAME
+
+    def __init__(self, graph, params: HybridParams | None = None, *, embedder=None):
+        from .recall import MnemoScorer
+
+        self.graph = graph
+        self.mnemo = MnemoScorer(embedder)
+        self.name = f"{SCORER_NAME}+{self.mnemo.name}"
+        self.index = HybridIndex(params, dim=self.mnemo.dim or 256)
+        self.row_of: dict[int, int] = {}  # node id -> engine row
+        self._edges_seen = getattr(graph, "next_edge", 1)
+
+    # structure read from the graph
+    def _parent(self, node_id: int) -> int | None:
+        g = self.graph
+        best = None
+        now = g.clock
+        for eid in g.adj.get(node_id, ()):
+            e = g.edges[eid]
+            if e.kind != "PartOf" or e.src != node_id or e.dst in g.projects:
+                continue
+            if e.invalid_at is None and now >= e.valid_from and e.weight > 0.0:
+                if best is None or eid > best:
+                    best = eid
+        return g.edges[best].dst if best is not None else None
+
+    def _entity(self, node) -> str | None:
+        for key in ENTITY_KEYS:
+            f = node.fact(key)
+            if f is not None and f.active:
+                return f.value
+        return None
+
+    def _upsert(self, row: int, node_id: int, text: str | None) -> None:
+        self.row_of[node_id] = row
+        node = self.graph.nodes.get(node_id)
+        if node is None or text is None:
+            self.index.remove(node_id)
+            return
+        self.index.upsert(node_id, text, vector=None, parent=self._parent(node_id), entity=self._entity(node))
+
+    # Scorer interface
+    def add(self, row: int, node_id: int, text: str) -> None:
+        self.mnemo.add(row, node_id, text)
+        self._upsert(row, node_id, text)
+
+    def update(self, row: int, node_id: int, text: str) -> None:
+        self.mnemo.update(row, node_id, text)
+        self._upsert(row, node_id, text)
+
+    def remove(self, row: int, node_id: int) -> None:
+        self.mnemo.remove(row, node_id)
+        self.index.remove(node_id)
+
+    def add_many(self, rows, node_ids, texts) -> None:
+        self.mnemo.add_many(rows, node_ids, texts)
+        for r, i, t in zip(rows, node_ids, texts):
+            self._upsert(r, i, t)
+
+    def touch(self, row: int, node_id: int) -> None:
+        """Re-read a node's parent and entity (an edge of it changed liveness)."""
+        if node_id in self.index:
+            self.index.set_parent(node_id, self._parent(node_id))
+
+    def _scan_new_edges(self) -> None:
+        g = self.graph
+        end = getattr(g, "next_edge", self._edges_seen)
+        if end <= self._edges_seen:
+            return
+        for eid in range(self._edges_seen, end):
+            e = g.edges.get(eid)
+            if e is not None and e.kind == "PartOf" and e.src in self.index:
+                self.index.set_parent(e.src, self._parent(e.src))
+        self._edges_seen = end
+
+    def scores(self, query) -> np.ndarray:
+        from dataclasses import replace
+
+        self._scan_new_edges()
+        n = query.n
+        raw = replace(query, area_weight=None, bias=None)
+        qv = self.mnemo.query_vector(raw)
+        hybrid = self.index.scores(query.expanded, query_vector=qv if qv is not None else np.zeros(0))
+        out = np.zeros(n, dtype=np.float32)
+        m = self.index._n
+        alive = self.index._alive[:m]
+        node_ids = self.index._ids[:m][alive]
+        rows = np.fromiter((self.row_of[int(i)] for i in node_ids), dtype=np.int64, count=len(node_ids))
+        keep = rows < n
+        out[rows[keep]] = hybrid[:m][alive][keep]
+        if query.area_weight is not None:
+            out *= query.area_weight
+        if query.bias is not None:
+            out += query.bias
+        return out

@@ -1,0 +1,210 @@
+"""The optional on-disk derived cache: a snapshot of the graph and the scorer's vectors.
+
+It only ever speeds up opening; the journal stays the source of truth. The file sits
+beside the journal (``journal.cache``, 0600) and is written to a temporary name and
+renamed. It is used only when all of these hold, else it is ignored and rebuilt:
+
+- magic and ``FORMAT`` match, and every section's CRC-32 matches (damage);
+- the journal is at least as long as the offset the cache was taken at, and BLAKE2b of
+  the journal's first 64 KiB and of the 64 KiB ending at that offset match (a journal
+  that was replaced, truncated or rewritten);
+- the scorer that wrote it is the scorer now configured (vectors are per embedder).
+
+Lines after the cached offset are replayed normally, so a cache taken yesterday is still
+useful today. ``check`` compares the cache with a full replay.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import os
+import struct
+import zlib
+from pathlib import Path
+
+from .model import EXPANSION_KINDS, Edge, Fact, Graph, Node, PROJECT_PREFIX
+
+MAGIC = b"MNEMOGC\x00"
+FORMAT = 1
+WINDOW = 64 * 1024
+
+
+def journal_marks(journal, offset: int) -> dict:
+    head = journal.read(0, min(offset, WINDOW))
+    tail = journal.read(max(0, offset - WINDOW), offset)
+    return {"offset": offset,
+            "head": hashlib.blake2b(head, digest_size=16).hexdigest(),
+            "tail": hashlib.blake2b(tail, digest_size=16).hexdigest()}
+
+
+def graph_snapshot(g: Graph) -> tuple:
+    """The graph as plain tuples (canonical: equal graphs give equal snapshots)."""
+    nodes = tuple(
+        (n.id, n.kind, n.area, n.label,
+         tuple((f.id, f.key, f.value, f.active, f.created_at, f.superseded_by)
+               for f in n.facts),
+         tuple(n.log), tuple((c["from"], c["dim"], tuple(c["vec"]), c["note"])
+                             for c in n.context),
+         n.created_at, n.deleted, n.useful, n.unhelpful)
+        for n in g.nodes.values())
+    edges = tuple((e.id, e.src, e.dst, e.kind, e.weight, e.valid_from, e.invalid_at,
+                   e.success, e.failure) for e in g.edges.values())
+    return (g.next_node, g.next_edge, g.next_fact, g.clock, nodes, edges)
+
+
+def same_graph(a: Graph, b: Graph) -> bool:
+    """Equal nodes, edges and counters (the clock is a process's own and may differ)."""
+    sa, sb = graph_snapshot(a), graph_snapshot(b)
+    return sa[:3] == sb[:3] and sa[4:] == sb[4:]
+
+
+def graph_from_snapshot(snap) -> Graph:
+    g = Graph()
+    g.next_node, g.next_edge, g.next_fact, g.clock, nodes, edges = snap
+    gn = g.nodes
+    projects = g.projects
+    for (id, kind, area, label, facts, log, context, created_at, deleted, useful,
+         unhelpful) in nodes:
+        n = Node(id, kind, label, created_at, area)
+        n.facts = [Fact(fid, k, v, ca, act, sb) for fid, k, v, act, ca, sb in facts]
+        n.log = list(log)
+        n.context = [{"from": c[0], "dim": c[1], "vec": list(c[2]), "note": c[3]}
+                     for c in context]
+        n.deleted, n.useful, n.unhelpful = deleted, useful, unhelpful
+        gn[id] = n
+        if kind == "Entity" and label.startswith(PROJECT_PREFIX):
+            projects.add(id)
+    ge = g.edges
+    adj = g.adj
+    for id, src, dst, kind, weight, vf, ia, su, fa in edges:
+        e = Edge(id, src, dst, kind, vf)
+        e.weight, e.invalid_at, e.success, e.failure = weight, ia, su, fa
+        ge[id] = e
+        if kind in EXPANSION_KINDS:
+            adj.setdefault(src, []).append(id)
+            if dst != src:
+                adj.setdefault(dst, []).append(id)
+    return g
+
+
+def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
+    """Write the cache for the state at journal ``offset``; returns bytes written."""
+    import numpy as np
+
+    engine.sync()
+    n = engine.n
+    gblob = marshal.dumps(graph_snapshot(graph))
+    eblob = marshal.dumps({
+        "ids": engine.ids[:n].tobytes(), "kind": engine.kind[:n].tobytes(),
+        "area": engine.area[:n].tobytes(), "votes": engine.votes[:n].tobytes(),
+        "live": engine.live[:n].tobytes(), "texts": list(engine.texts[:n]),
+    })
+    st = engine.scorer.state(n) if hasattr(engine.scorer, "state") else None
+    vblob = b""
+    vmeta = None
+    if st is not None:
+        mt = np.ascontiguousarray(st["mt"], dtype=np.float32)
+        vblob = mt.tobytes()
+        vmeta = {"name": st["name"], "dim": int(st["dim"]), "shape": list(mt.shape)}
+    header = {
+        "format": FORMAT, "marks": journal_marks(journal, offset), "rows": n,
+        "scorer": getattr(engine.scorer, "name", ""), "vectors": vmeta,
+        "sections": [[len(b), zlib.crc32(b)] for b in (gblob, eblob, vblob)],
+    }
+    hb = json.dumps(header).encode()
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(MAGIC + struct.pack("<I", len(hb)) + hb)
+            fh.write(gblob)
+            fh.write(eblob)
+            fh.write(vblob)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return 12 + len(hb) + len(gblob) + len(eblob) + len(vblob)
+
+
+class CacheInvalid(Exception):
+    pass
+
+
+def read_header(path: Path):
+    with open(path, "rb") as fh:
+        pre = fh.read(12)
+        if len(pre) < 12 or pre[:8] != MAGIC:
+            raise CacheInvalid("not a derived cache file")
+        (hl,) = struct.unpack("<I", pre[8:])
+        header = json.loads(fh.read(hl))
+    if header.get("format") != FORMAT:
+        raise CacheInvalid(f"cache format {header.get('format')} (want {FORMAT})")
+    return header, 12 + hl
+
+
+def validate_marks(header: dict, journal) -> None:
+    marks = header["marks"]
+    off = marks["offset"]
+    if journal.size() < off:
+        raise CacheInvalid("journal is shorter than when the cache was taken")
+    if journal_marks(journal, off) != marks:
+        raise CacheInvalid("journal content differs from when the cache was taken")
+
+
+def load(path: Path, journal, engine_factory, scorer_name: str):
+    """Return ``(graph, engine, offset)`` from a valid cache, else raise CacheInvalid."""
+    import numpy as np
+
+    try:
+        header, start = read_header(path)
+        validate_marks(header, journal)
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            blobs = []
+            for size, crc in header["sections"]:
+                b = fh.read(size)
+                if len(b) != size or zlib.crc32(b) != crc:
+                    raise CacheInvalid("cache section damaged")
+                blobs.append(b)
+        gblob, eblob, vblob = blobs
+        graph = graph_from_snapshot(marshal.loads(gblob))
+        est = marshal.loads(eblob)
+        engine = engine_factory(graph)
+        n = header["rows"]
+        engine._grow(n)
+        engine.n = n
+        engine.ids[:n] = np.frombuffer(est["ids"], dtype=np.int64)
+        engine.kind[:n] = np.frombuffer(est["kind"], dtype=np.int8)
+        engine.area[:n] = np.frombuffer(est["area"], dtype=np.int8)
+        engine.votes[:n] = np.frombuffer(est["votes"], dtype=np.float32)
+        engine.live[:n] = np.frombuffer(est["live"], dtype=bool)
+        engine.texts = list(est["texts"])
+        engine.row_of = dict(zip(engine.ids[:n].tolist(), range(n)))
+        engine.voted = int(np.count_nonzero(engine.votes[:n]))
+        vm = header.get("vectors")
+        ok = False
+        if vm is not None and hasattr(engine.scorer, "load_state"):
+            mt = np.frombuffer(vblob, dtype=np.float32).reshape(vm["shape"])
+            ok = engine.scorer.load_state({"name": vm["name"], "dim": vm["dim"], "mt": mt}, n)
+        if not ok:
+            # another scorer (or none saved): the graph is still good; re-index its text
+            rows = [r for r in range(n) if engine.live[r]]
+            add_many = getattr(engine.scorer, "add_many", None)
+            ids = [int(engine.ids[r]) for r in rows]
+            texts = [engine.texts[r] for r in rows]
+            if add_many is not None:
+                add_many(rows, ids, texts)
+            else:
+                for r, i, t in zip(rows, ids, texts):
+                    engine.scorer.add(r, i, t)
+        graph.dirty.clear()
+        return graph, engine, header["marks"]["offset"]
+    except CacheInvalid:
+        raise
+    except Exception as e:  # noqa: BLE001 - any damage means "rebuild from the journal"
+        raise CacheInvalid(f"cache unreadable ({type(e).__name__})") from None

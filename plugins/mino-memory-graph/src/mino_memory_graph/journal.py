@@ -1,0 +1,297 @@
+"""The journal file: where it lives, the advisory lock, reading, quarantine, appending.
+
+- Path: ``MNEMO_MEMORY_JOURNAL`` (Mnemo's variable) wins, then config
+  ``memory.graph.journal``, then ``<mino home>/graph/journal.jsonl``.
+- Siblings replace the journal's extension, as Mnemo names them: ``journal.lock`` (the
+  flock target), ``journal.corrupt`` (quarantined lines, one JSON record each).
+- Files are created 0600, folders 0700.
+- Lock discipline: exclusive for a whole write request (catch up, allocate, append,
+  fsync); shared for reading. Because every writer holds the exclusive lock for its
+  whole append, an unterminated last line seen under *either* lock belongs to a writer
+  that died mid-line: it is applied if it parses, else quarantined, and the next append
+  terminates it first.
+"""
+from __future__ import annotations
+
+import fcntl
+import gc
+import json
+import logging
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import ops as _ops
+from .model import ApplyError, Graph
+
+log = logging.getLogger("mino.memory.graph")
+
+RAW_CAP = 4096
+_scan_once = json.JSONDecoder().scan_once
+_validate = _ops.validate_fast
+
+
+def resolve_journal_path(home: Path | str | None = None, config: dict | None = None) -> Path:
+    """Where the journal lives: env ``MNEMO_MEMORY_JOURNAL``, config, or the home default."""
+    env = os.environ.get("MNEMO_MEMORY_JOURNAL")
+    if env:
+        return Path(env).expanduser()
+    graph_cfg = ((config or {}).get("memory") or {}).get("graph") if config else None
+    if isinstance(graph_cfg, dict) and graph_cfg.get("journal"):
+        return Path(str(graph_cfg["journal"])).expanduser()
+    if home is None:
+        home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")
+    return Path(home) / "graph" / "journal.jsonl"
+
+
+def sibling(path: Path, ext: str) -> Path:
+    return path.with_suffix(ext)
+
+
+def ensure_private_dir(path: Path) -> None:
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o700, exist_ok=True)
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+
+
+def open_private(path: Path, flags: int) -> int:
+    fd = os.open(path, flags | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    return fd
+
+
+class Report:
+    """What a read found: counts, and the first few quarantined/skipped lines."""
+
+    KEEP = 50
+
+    def __init__(self):
+        self.ops = 0
+        self.applied = 0
+        self.quarantined = 0
+        self.skipped = 0
+        self.blank = 0
+        self.bad: list[dict] = []      # {"offset", "reason"}
+        self.skips: list[dict] = []    # {"offset", "op", "reason"}
+
+    def merge(self, other: "Report") -> None:
+        self.ops += other.ops
+        self.applied += other.applied
+        self.quarantined += other.quarantined
+        self.skipped += other.skipped
+        self.blank += other.blank
+        self.bad.extend(other.bad[: max(0, self.KEEP - len(self.bad))])
+        self.skips.extend(other.skips[: max(0, self.KEEP - len(self.skips))])
+
+    def as_dict(self) -> dict:
+        return {"ops": self.ops, "applied": self.applied, "quarantined": self.quarantined,
+                "skipped": self.skipped, "blank": self.blank,
+                "quarantined_lines": self.bad, "skipped_ops": self.skips}
+
+
+def _cap_raw(raw: str, nbytes: int) -> str:
+    if len(raw) <= RAW_CAP:
+        return raw
+    return raw[:RAW_CAP] + f" ... [truncated, {nbytes} bytes total]"
+
+
+class Journal:
+    """The open journal and its lock file."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.lock_path = sibling(self.path, ".lock")
+        self.corrupt_path = sibling(self.path, ".corrupt")
+        ensure_private_dir(self.path.parent)
+        self.fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
+        self.lock_fd = open_private(self.lock_path, os.O_RDWR)
+        self.ino = os.fstat(self.fd).st_ino
+
+    def close(self) -> None:
+        for fd in (self.fd, self.lock_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fd = self.lock_fd = -1
+
+    def replaced(self) -> bool:
+        """True when the path now names another file (rotated or recreated)."""
+        try:
+            return os.stat(self.path).st_ino != self.ino
+        except FileNotFoundError:
+            return True
+
+    def reopen(self) -> None:
+        os.close(self.fd)
+        ensure_private_dir(self.path.parent)
+        self.fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
+        self.ino = os.fstat(self.fd).st_ino
+
+    # --- locking ------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self, exclusive: bool):
+        fcntl.flock(self.lock_fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+
+    # --- reading ------------------------------------------------------------------
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def read(self, offset: int, end: int | None = None) -> bytes:
+        if end is None:
+            end = self.size()
+        n = end - offset
+        if n <= 0:
+            return b""
+        chunks = []
+        while n > 0:
+            chunk = os.pread(self.fd, min(n, 1 << 30), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            n -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def quarantine(self, records: list[dict]) -> None:
+        """Append ``{"reason", "raw", "offset"}`` records beside the journal; never fatal."""
+        if not records:
+            return
+        try:
+            fd = open_private(self.corrupt_path, os.O_WRONLY | os.O_APPEND)
+            try:
+                data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+                os.write(fd, data.encode("utf-8", "replace"))
+            finally:
+                os.close(fd)
+        except OSError as e:  # best effort: losing the audit copy must not stop a load
+            log.warning("could not write quarantine file %s: %s", self.corrupt_path, e)
+
+    # --- appending ----------------------------------------------------------------
+
+    def append(self, payload: bytes, fsync: bool = True) -> int:
+        """Append complete lines (caller holds the exclusive lock); returns the new size.
+
+        A journal whose last byte is not a newline (a writer died mid-line) is
+        terminated first, so the torn bytes stay one bad line and ours stay whole.
+        """
+        size = self.size()
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload
+        view = memoryview(payload)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        if fsync:
+            os.fsync(self.fd)
+        return self.size()
+
+
+def fold(data: bytes, graph: Graph, base: int, report: Report,
+         bad: list[dict]) -> None:
+    """Parse complete lines of ``data`` (which starts at byte ``base``) and apply them.
+
+    Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
+    operations that cannot apply are skipped with a warning. Never raises for content.
+    """
+    # Replay allocates millions of small objects and no cycles: the cyclic collector
+    # would otherwise run hundreds of times for nothing (it doubles replay time).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _fold(data, graph, base, report, bad)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict]) -> None:
+    """Parse complete lines of ``data`` (which starts at byte ``base``) and apply them.
+
+    Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
+    operations that cannot apply are skipped with a warning. Never raises for content.
+    """
+    try:
+        lines = data.decode("utf-8").split("\n")
+        decoded = True
+    except UnicodeDecodeError:
+        lines = data.split(b"\n")
+        decoded = False
+    if lines and lines[-1] in ("", b""):
+        lines.pop()
+    handlers = graph.handlers
+    clock = graph.clock
+    scan = _scan_once
+    validate = _validate
+    applied = skipped = blank = 0
+    offset = base
+    for line in lines:
+        start = offset
+        if decoded:
+            offset += (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
+        else:
+            offset += len(line) + 1
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raw = line.decode("utf-8", "replace")
+                bad.append({"reason": f"not utf-8 (first bad byte at {e.start})",
+                            "raw": _cap_raw(raw, len(line)), "offset": start})
+                continue
+        try:
+            obj, end = scan(line, 0)
+            if end != len(line) and line[end:].strip():
+                why = "trailing characters after the operation"
+            else:
+                why = validate(obj)
+        except Exception:  # noqa: BLE001 - the slow path below decides
+            if not line.strip():
+                blank += 1  # padding, not corruption
+                continue
+            try:
+                obj = json.loads(line)  # e.g. leading whitespace
+                why = validate(obj)
+            except Exception as e:  # noqa: BLE001
+                why = f"not json ({type(e).__name__}: {str(e)[:120]})"
+        if why is not None:
+            bad.append({"reason": why, "raw": _cap_raw(line, offset - start - 1),
+                        "offset": start})
+            continue
+        ((name, body),) = obj.items()
+        at = body["at"]
+        if at >= clock:
+            clock = at + 1
+        try:
+            handlers[name](body)
+            applied += 1
+        except ApplyError as e:
+            skipped += 1
+            if len(report.skips) < Report.KEEP:
+                report.skips.append({"offset": start, "op": name, "reason": str(e)})
+            log.warning("journal: skipping unappliable %s at byte %d: %s", name, start, e)
+    graph.clock = clock
+    report.applied += applied
+    report.skipped += skipped
+    report.blank += blank
+    report.ops += applied + skipped
+
+
+def parse_one(line: str):
+    """Decode one line into ``(name, body)``; raises ``ValueError`` with the reason."""
+    try:
+        obj = json.loads(line)
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"not json ({str(e)[:120]})") from None
+    why = _validate(obj)
+    if why:
+        raise ValueError(why)
+    ((name, body),) = obj.items()
+    return name, body

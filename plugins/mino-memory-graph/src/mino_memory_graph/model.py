@@ -1,0 +1,435 @@
+"""The graph: nodes with facts and a log, typed edges, and the fold that applies one op.
+
+``Graph.apply(name, body)`` is the only mutator. It is a pure fold: the same operations in
+the same order give the same graph, and an operation that cannot apply (missing
+reference, id collision) raises ``ApplyError`` *before* changing anything.
+
+Derived state lives here only as memos that any touching operation invalidates (the
+state text) and as the ``dirty`` set the recall engine drains to keep its vectors
+current incrementally. Neither is ever journaled.
+"""
+from __future__ import annotations
+
+import struct
+
+from .ops import EDGE_KINDS
+
+CLOCK_START = 1_700_000_000_000
+
+AREA_FOR_KIND = {
+    "TaskEpisode": "Episodic", "Outcome": "Episodic", "Aspect": "Semantic",
+    "Harness": "Procedural", "Entity": "Spatial",
+}
+# Edges that one-hop expansion follows (Supersedes is declared but never followed).
+EXPANSION_KINDS = frozenset(("PartOf", "SuppliesContext", "ActivatedWith", "DerivedFrom"))
+# Log kinds that repeat a fact's value: kept on disk, not re-stated in the state text, so
+# a retired value cannot reach the model through the log.
+FACT_LOG_KINDS = frozenset(("fact_added", "fact_superseded"))
+PROJECT_PREFIX = "project "
+
+_F32 = struct.Struct("<f")
+
+
+def f32(x: float) -> float:
+    """Round to the nearest float32, as Mnemo keeps edge weights."""
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+_W_SUCCESS = f32(0.05)
+_W_FAILURE = f32(0.10)
+
+
+class ApplyError(Exception):
+    """An operation that is well formed but cannot apply to this graph."""
+
+
+class Fact:
+    __slots__ = ("id", "key", "value", "active", "created_at", "superseded_by")
+
+    def __init__(self, id, key, value, created_at, active=True, superseded_by=None):
+        self.id = id
+        self.key = key
+        self.value = value
+        self.active = active
+        self.created_at = created_at
+        self.superseded_by = superseded_by
+
+    @property
+    def status(self) -> str:
+        return "Active" if self.active else "Superseded"
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "key": self.key, "value": self.value,
+                "status": "active" if self.active else "superseded",
+                "created_at": self.created_at, "superseded_by": self.superseded_by}
+
+
+class Node:
+    __slots__ = ("id", "kind", "area", "label", "facts", "log", "context", "created_at",
+                 "deleted", "useful", "unhelpful", "_state")
+
+    def __init__(self, id, kind, label, at, area=None):
+        self.id = id
+        self.kind = kind
+        self.area = area or AREA_FOR_KIND[kind]
+        self.label = label
+        self.facts: list[Fact] = []
+        # (at, kind, detail); append-only
+        self.log: list[tuple[int, str, str]] = []
+        self.context: list[dict] = []
+        self.created_at = at
+        self.deleted = False
+        self.useful = 0
+        self.unhelpful = 0
+        self._state: str | None = None
+
+    def active_facts(self):
+        return [f for f in self.facts if f.active]
+
+    def fact(self, key: str) -> Fact | None:
+        """The current (active) fact under ``key``, if any."""
+        for f in self.facts:
+            if f.active and f.key == key:
+                return f
+        return None
+
+    def last_at(self) -> int:
+        return max((e[0] for e in self.log), default=0)
+
+
+class Edge:
+    __slots__ = ("id", "src", "dst", "kind", "weight", "valid_from", "invalid_at",
+                 "success", "failure")
+
+    def __init__(self, id, src, dst, kind, at):
+        self.id = id
+        self.src = src
+        self.dst = dst
+        self.kind = kind
+        self.weight = 0.5
+        self.valid_from = at
+        self.invalid_at = None
+        self.success = 0
+        self.failure = 0
+
+    def alive_at(self, t: int) -> bool:
+        return self.invalid_at is None and t >= self.valid_from and self.weight > 0.0
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "src": self.src, "dst": self.dst, "kind": self.kind,
+                "weight": self.weight, "valid_from": self.valid_from,
+                "invalid_at": self.invalid_at, "success": self.success,
+                "failure": self.failure}
+
+
+class Graph:
+    """Nodes, edges, id counters and the logical clock; ``apply`` folds one operation."""
+
+    def __init__(self):
+        self.nodes: dict[int, Node] = {}
+        self.edges: dict[int, Edge] = {}
+        self.next_node = 1
+        self.next_edge = 1
+        self.next_fact = 1
+        self.clock = CLOCK_START
+        # node id -> ids of edges touching it that expansion follows (both directions)
+        self.adj: dict[int, list[int]] = {}
+        # Entity nodes labelled "project ...": the scopes of project-scoped search
+        self.projects: set[int] = set()
+        # nodes whose derived state (text, vector, area, votes) changed since the
+        # recall engine last looked
+        self.dirty: set[int] = set()
+        self.handlers = {
+            "CreateNode": self._create_node, "AddFact": self._add_fact,
+            "SupersedeFact": self._supersede_fact, "SetArea": self._set_area,
+            "DeleteNode": self._delete_node, "Link": self._link, "Unlink": self._unlink,
+            "Reweight": self._reweight, "RecordOutcome": self._record_outcome,
+            "PushContext": self._push_context, "CommitLog": self._commit_log,
+            "RecordUsefulness": self._record_usefulness,
+        }
+
+    # --- the fold ---------------------------------------------------------------------
+
+    def apply(self, name: str, body: dict) -> None:
+        """Apply one validated operation; ``ApplyError`` leaves the graph unchanged.
+
+        The clock moves past the op's ``at`` either way, as Mnemo's sync does.
+        """
+        at = body["at"]
+        if at >= self.clock:
+            self.clock = at + 1
+        self.handlers[name](body)
+
+    def _node(self, id) -> Node:
+        n = self.nodes.get(id)
+        if n is None:
+            raise ApplyError(f"node {id} missing")
+        return n
+
+    def _edge(self, id) -> Edge:
+        e = self.edges.get(id)
+        if e is None:
+            raise ApplyError(f"edge {id} missing")
+        return e
+
+    def _touch(self, n: Node) -> None:
+        n._state = None
+        self.dirty.add(n.id)
+
+    def _create_node(self, b):
+        id = b["id"]
+        if id in self.nodes:
+            raise ApplyError(f"node {id} exists")
+        label = b["label"]
+        n = Node(id, b["kind"], label, b["at"])
+        n.log.append((b["at"], "created", "node created as " + label))
+        self.nodes[id] = n
+        if id >= self.next_node:
+            self.next_node = id + 1
+        if n.kind == "Entity" and label.startswith(PROJECT_PREFIX):
+            self.projects.add(id)
+        self.dirty.add(id)
+
+    def _add_fact(self, b):
+        n = self._node(b["node"])
+        key, value, fid, at = b["key"], b["value"], b["fact_id"], b["at"]
+        n.facts.append(Fact(fid, key, value, at))
+        n.log.append((at, "fact_added", f"{key}: {value}"))
+        if fid >= self.next_fact:
+            self.next_fact = fid + 1
+        self._touch(n)
+
+    def _supersede_fact(self, b):
+        n = self._node(b["node"])
+        old_id, new_key, new_id = b["old_fact"], b["new_key"], b["new_fact_id"]
+        old = None
+        for f in n.facts:
+            if f.id == old_id:
+                old = f
+                break
+        if old is None:
+            raise ApplyError(f"fact {old_id} not on node {n.id}")
+        old.active = False
+        old.superseded_by = new_id
+        # One current value per key: every other live copy under the new key retires too.
+        also = 0
+        for f in n.facts:
+            if f.active and f.key == new_key:
+                f.active = False
+                f.superseded_by = new_id
+                also += 1
+        at, value = b["at"], b["new_value"]
+        n.facts.append(Fact(new_id, new_key, value, at))
+        if also:
+            detail = f"{old_id} (+{also} other live '{new_key}') -> {new_id}: {value}"
+        else:
+            detail = f"{old_id} -> {new_id}: {value}"
+        n.log.append((at, "fact_superseded", detail))
+        if new_id >= self.next_fact:
+            self.next_fact = new_id + 1
+        self._touch(n)
+
+    def _set_area(self, b):
+        n = self._node(b["node"])
+        old = n.area
+        n.area = b["area"]
+        n.log.append((b["at"], "area_set", f"{old} -> {n.area}"))
+        self._touch(n)
+
+    def _delete_node(self, b):
+        n = self._node(b["node"])
+        hard = b["hard"]
+        n.deleted = True
+        n.log.append((b["at"], "deleted", "hard=true" if hard else "hard=false"))
+        if hard:
+            del self.nodes[n.id]
+            self.projects.discard(n.id)
+        self._touch(n)
+
+    def _link(self, b):
+        src, dst, id = b["src"], b["dst"], b["id"]
+        if src not in self.nodes:
+            raise ApplyError(f"node {src} missing")
+        if dst not in self.nodes:
+            raise ApplyError(f"node {dst} missing")
+        if id in self.edges:
+            raise ApplyError(f"edge {id} exists")
+        e = Edge(id, src, dst, b["kind"], b["at"])
+        self.edges[id] = e
+        if id >= self.next_edge:
+            self.next_edge = id + 1
+        if e.kind in EXPANSION_KINDS:
+            adj = self.adj
+            lst = adj.get(src)
+            if lst is None:
+                adj[src] = [id]
+            else:
+                lst.append(id)
+            if dst != src:
+                lst = adj.get(dst)
+                if lst is None:
+                    adj[dst] = [id]
+                else:
+                    lst.append(id)
+
+    def _unlink(self, b):
+        self._edge(b["edge"]).invalid_at = b["at"]
+
+    def _reweight(self, b):
+        e = self._edge(b["edge"])
+        e.weight = min(max(f32(e.weight + f32(b["delta"])), 0.0), 1.0)
+
+    def _record_outcome(self, b):
+        e = self._edge(b["edge"])
+        if b["success"]:
+            e.success += 1
+            e.weight = min(f32(e.weight + _W_SUCCESS), 1.0)
+        else:
+            e.failure += 1
+            e.weight = max(f32(e.weight - _W_FAILURE), 0.0)
+
+    def _push_context(self, b):
+        n = self._node(b["to"])
+        c = b["chunk"]
+        n.context.append({"from": c["from"], "dim": c["dim"], "vec": list(c.get("vec", [])),
+                          "note": c["note"]})
+        n._state = None
+
+    def _commit_log(self, b):
+        n = self._node(b["node"])
+        n.log.append((b["at"], b["kind"], b["detail"]))
+        self._touch(n)
+
+    def _record_usefulness(self, b):
+        # Counted, never logged: the last log lines are embedded, and vote lines once
+        # drifted heavily voted nodes off their topic.
+        n = self._node(b["node"])
+        if b["useful"]:
+            n.useful += 1
+        else:
+            n.unhelpful += 1
+        self._touch(n)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def live(self, id: int) -> Node | None:
+        n = self.nodes.get(id)
+        return None if n is None or n.deleted else n
+
+    def state_of(self, id: int) -> str:
+        """What the model reads about a node (memoized until an op touches the node)."""
+        n = self.nodes.get(id)
+        if n is None:
+            raise KeyError(f"node {id} missing")
+        if n._state is not None:
+            return n._state
+        out = [f"[{n.kind}/{n.area}] {n.label} #{n.id}", "facts:"]
+        retired = 0
+        for f in n.facts:
+            if f.active:
+                out.append(f"  - {f.key}: {f.value}")
+            else:
+                retired += 1
+        if retired:
+            noun = "value" if retired == 1 else "values"
+            out.append(f"  ({retired} earlier {noun} kept in history; "
+                       "only the facts above are current)")
+        out.append("recent log:")
+        recent = [e for e in n.log if e[1] not in FACT_LOG_KINDS][-5:]
+        for at, kind, detail in recent:
+            out.append(f"  [{at}] {kind}: {detail}")
+        out.append(f"context chunks: {len(n.context)}")
+        for c in n.context:
+            out.append(f"  <- #{c['from']} [dim {c['dim']}]: {c['note']}")
+        if n.useful or n.unhelpful:
+            out.append(f"usefulness votes: {n.useful} useful / {n.unhelpful} unhelpful")
+        n._state = "\n".join(out) + "\n"
+        return n._state
+
+    def node_text(self, id: int) -> str | None:
+        """The text a node is embedded from; None for a deleted or missing node.
+
+        Kind and label, each active fact as ``key value``, then the last three log
+        entries newest first as ``kind detail`` (unfiltered, as Mnemo embeds them).
+        """
+        n = self.nodes.get(id)
+        if n is None or n.deleted:
+            return None
+        parts = [f"{n.kind} {n.label}"]
+        for f in n.facts:
+            if f.active:
+                parts.append(f"{f.key} {f.value}")
+        log = n.log
+        for i in range(len(log) - 1, max(len(log) - 4, -1), -1):
+            parts.append(f"{log[i][1]} {log[i][2]}")
+        return " ".join(parts)
+
+    def history(self, id: int) -> dict:
+        n = self.nodes.get(id)
+        if n is None:
+            raise KeyError(f"node {id} missing")
+        return {"node": id, "label": n.label, "kind": n.kind, "area": n.area,
+                "deleted": n.deleted,
+                "facts": [f.as_dict() for f in n.facts],
+                "log": [{"at": a, "kind": k, "detail": d} for a, k, d in n.log]}
+
+    def edges_of(self, id: int):
+        """Edges that expansion follows touching ``id`` (both directions), by edge id."""
+        edges = self.edges
+        return [edges[e] for e in self.adj.get(id, ())]
+
+    def feeders_of(self, dst: int, now: int | None = None) -> list[Edge]:
+        """Live SuppliesContext edges pointing at ``dst``, heaviest first, then by id."""
+        now = self.clock if now is None else now
+        out = [e for e in self.edges_of(dst)
+               if e.kind == "SuppliesContext" and e.dst == dst and e.alive_at(now)]
+        out.sort(key=lambda e: (-e.weight, e.id))
+        return out
+
+    def out_of_scope(self, project: int, now: int | None = None) -> set[int]:
+        """Nodes attached by a live PartOf to a project other than ``project``.
+
+        A project is an Entity labelled ``project ...``. Nodes attached to ``project``
+        itself, and nodes attached to no project, stay in scope.
+        """
+        now = self.clock if now is None else now
+        mine: set[int] = set()
+        other: set[int] = set()
+        edges = self.edges
+        for p in self.projects:
+            target = mine if p == project else other
+            for eid in self.adj.get(p, ()):
+                e = edges[eid]
+                if e.kind == "PartOf" and e.dst == p and e.alive_at(now):
+                    target.add(e.src)
+        return other - mine
+
+    def counts(self) -> dict:
+        live = [n for n in self.nodes.values() if not n.deleted]
+        by_kind = {k: 0 for k in ("Aspect", "TaskEpisode", "Entity", "Harness", "Outcome")}
+        by_area = {a: 0 for a in ("Episodic", "Semantic", "Procedural", "Spatial",
+                                  "Salience", "Executive")}
+        facts = retired = 0
+        for n in live:
+            by_kind[n.kind] += 1
+            by_area[n.area] += 1
+            for f in n.facts:
+                if f.active:
+                    facts += 1
+                else:
+                    retired += 1
+        now = self.clock
+        return {
+            "nodes": len(live), "soft_deleted": len(self.nodes) - len(live),
+            "edges": len(self.edges),
+            "live_edges": sum(1 for e in self.edges.values() if e.alive_at(now)),
+            "facts": facts, "retired_facts": retired,
+            "by_kind": by_kind, "by_area": by_area,
+            "episodes": by_kind["TaskEpisode"],
+            "next_ids": {"node": self.next_node, "edge": self.next_edge,
+                         "fact": self.next_fact},
+            "clock": self.clock,
+        }
+
+
+__all__ = ["ApplyError", "CLOCK_START", "EDGE_KINDS", "Edge", "Fact", "Graph", "Node", "f32"]

@@ -1,0 +1,491 @@
+"""``Store``: one journal, opened by this process, kept current with every other process.
+
+Typical use::
+
+    store = Store.open(home=context.home, config=context.config)
+    with store.write() as req:          # exclusive lock, catch up, clock + 1
+        node = req.create_node("Aspect", "deploy port")
+        req.fact(node, "port", "8081")  # supersedes the current value of that key
+    found = store.search("which port does deploy use", k=5)
+    brief = store.recall_brief("which port does deploy use")
+    store.close()
+
+Every write request runs under the exclusive lock for its whole length: it first applies
+whatever other processes appended since this store last looked, moves the logical
+clock on by one (every op of the request shares that ``at``), allocates ids from the
+now-current counters, applies each op to the graph as it is added, and on leaving the
+``with`` block appends all the request's lines in one write and fsyncs. Reads take the
+shared lock just long enough to catch up.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import cache as _cache
+from . import ops as _ops
+from .journal import Journal, Report, fold, resolve_journal_path, _cap_raw
+from .model import AREA_FOR_KIND, ApplyError, Graph
+
+log = logging.getLogger("mino.memory.graph")
+
+CACHE_MIN_OPS = 20_000  # below this a replay is faster than worrying about a cache
+
+
+class MemoryError_(Exception):
+    """A request that cannot be done (unknown node, bad kind...): one line for people."""
+
+
+def _parse_area(area: str) -> str:
+    for a in _ops.AREAS:
+        if a.lower() == str(area).lower():
+            return a
+    raise MemoryError_(f"unknown area {area!r} (one of: {', '.join(_ops.AREAS)})")
+
+
+def _parse_kind(kind: str) -> str:
+    k = str(kind).replace("_", "").replace("-", "").lower()
+    for name in _ops.NODE_KINDS:
+        if name.lower() == k:
+            return name
+    raise MemoryError_(f"unknown node kind {kind!r} (one of: {', '.join(_ops.NODE_KINDS)})")
+
+
+def _parse_edge_kind(kind: str) -> str:
+    k = str(kind).replace("_", "").replace("-", "").lower()
+    for name in _ops.EDGE_KINDS:
+        if name.lower() == k:
+            return name
+    raise MemoryError_(f"unknown edge kind {kind!r} (one of: {', '.join(_ops.EDGE_KINDS)})")
+
+
+class Request:
+    """One write request: ops applied as they are added, appended together at the end."""
+
+    def __init__(self, store: "Store", at: int):
+        self.store = store
+        self.graph = store.graph
+        self.at = at
+        self.lines: list[bytes] = []
+        self.ops: list[tuple[str, dict]] = []
+
+    # --- the primitive ------------------------------------------------------------
+
+    def apply(self, name: str, body: dict) -> None:
+        """Validate, apply and queue one op; raises ValueError / ApplyError untouched."""
+        why = _ops.validate({name: body})
+        if why:
+            raise ValueError(why)
+        try:
+            line = _ops.encode(name, body)
+        except UnicodeEncodeError:
+            raise ValueError("text is not valid unicode (lone surrogate)") from None
+        # Own ops do not move the clock: the request's ``at`` is the clock (as Mnemo).
+        self.graph.handlers[name](body)
+        self.lines.append(line)
+        self.ops.append((name, body))
+
+    # --- ids ----------------------------------------------------------------------
+
+    def _node(self, id: int):
+        n = self.graph.nodes.get(id)
+        if n is None:
+            raise MemoryError_(f"node {id} does not exist")
+        return n
+
+    # --- helpers mirroring Mnemo's requests --------------------------------------
+
+    def create_node(self, kind: str, label: str, area: str | None = None) -> int:
+        kind = _parse_kind(kind)
+        id = self.graph.next_node
+        self.apply(*_ops.create_node(id, kind, label, self.at))
+        if area is not None and _parse_area(area) != AREA_FOR_KIND[kind]:
+            self.apply(*_ops.set_area(id, _parse_area(area), self.at))
+        return id
+
+    def episode(self, label: str, area: str | None = None) -> int:
+        return self.create_node("TaskEpisode", label, area)
+
+    def add_fact(self, node: int, key: str, value: str) -> int:
+        fid = self.graph.next_fact
+        self.apply(*_ops.add_fact(node, fid, key, value, self.at))
+        return fid
+
+    def supersede(self, node: int, old_fact: int, new_key: str, new_value: str) -> int:
+        fid = self.graph.next_fact
+        self.apply(*_ops.supersede_fact(node, old_fact, new_key, new_value, fid, self.at))
+        return fid
+
+    def fact(self, node: int, key: str, value: str, append: bool = False):
+        """Set ``key`` to ``value``: supersedes the current value unless ``append``.
+
+        Returns ``(fact_id, superseded_fact_id_or_None)``.
+        """
+        n = self._node(node)
+        cur = None if append else n.fact(key)
+        if cur is not None:
+            return self.supersede(node, cur.id, key, value), cur.id
+        return self.add_fact(node, key, value), None
+
+    def set_area(self, node: int, area: str) -> None:
+        self.apply(*_ops.set_area(node, _parse_area(area), self.at))
+
+    def delete(self, node: int, hard: bool = False) -> None:
+        self.apply(*_ops.delete_node(node, bool(hard), self.at))
+
+    def link(self, src: int, dst: int, kind: str = "SuppliesContext") -> int:
+        kind = _parse_edge_kind(kind)
+        if kind == "Supersedes":
+            raise MemoryError_("Supersedes edges are declared by Mnemo but never linked")
+        id = self.graph.next_edge
+        self.apply(*_ops.link(id, src, dst, kind, self.at))
+        return id
+
+    def unlink(self, edge: int) -> None:
+        self.apply(*_ops.unlink(edge, self.at))
+
+    def reweight(self, edge: int, delta: float) -> float:
+        self.apply(*_ops.reweight(edge, float(delta), self.at))
+        return self.graph.edges[edge].weight
+
+    def record_outcome(self, edge: int, success: bool) -> float:
+        self.apply(*_ops.record_outcome(edge, bool(success), self.at))
+        return self.graph.edges[edge].weight
+
+    def commit_log(self, node: int, kind: str, detail: str) -> None:
+        self.apply(*_ops.commit_log(node, kind, detail, self.at))
+
+    def mark_useful(self, node: int, useful: bool = True) -> tuple[int, int]:
+        self.apply(*_ops.record_usefulness(node, bool(useful), self.at))
+        n = self.graph.nodes[node]
+        return n.useful, n.unhelpful
+
+    def push_context(self, to: int, from_: int, note: str, dim: int = 0,
+                     vec=()) -> None:
+        chunk = {"from": from_, "dim": dim, "vec": [float(x) for x in vec], "note": note}
+        self.apply(*_ops.push_context(to, chunk, self.at))
+
+
+class Store:
+    """An open Mnemo journal with its graph, recall engine and derived cache."""
+
+    def __init__(self, path: Path, *, scorer=None, embedder=None, fsync: bool = True,
+                 use_cache: bool = True):
+        self.path = Path(path)
+        self.journal = Journal(self.path)
+        self.cache_path = self.path.with_suffix(".cache")
+        self.fsync = fsync
+        self.use_cache = use_cache
+        self._scorer_arg = scorer
+        self._embedder = embedder
+        self._mutex = threading.RLock()
+        self._writing = False
+        self.offset = 0
+        self.graph = Graph()
+        self._engine = None
+        self.report = Report()        # everything this store has read so far
+        self.loaded_from_cache = False
+        self.cache_note = ""
+        self.ops_since_cache = 0
+
+    # --- opening ------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, *, home=None, config: dict | None = None,
+             scorer=None, embedder=None, fsync: bool = True,
+             use_cache: bool = True) -> "Store":
+        """Open (creating if needed) the journal and load it, from the cache when valid."""
+        if path is None:
+            path = resolve_journal_path(home, config)
+        if embedder is None and scorer is None and config:
+            gcfg = (config.get("memory") or {}).get("graph") or {}
+            emb_cfg = gcfg.get("embedder") if isinstance(gcfg, dict) else None
+            if emb_cfg:
+                from .embed import embedder_from_config
+                embedder = embedder_from_config(emb_cfg, Path(path).parent / "embed")
+        store = cls(Path(path), scorer=scorer, embedder=embedder, fsync=fsync,
+                    use_cache=use_cache)
+        store._load()
+        return store
+
+    def _make_engine(self, graph: Graph):
+        from .recall import MnemoScorer, RecallEngine
+
+        scorer = self._scorer_arg
+        if scorer is None:
+            scorer = MnemoScorer(self._embedder)
+        return RecallEngine(graph, scorer)
+
+    @property
+    def engine(self):
+        if self._engine is None:
+            self._engine = self._make_engine(self.graph)
+        return self._engine
+
+    @property
+    def scorer(self):
+        return self.engine.scorer
+
+    def _load(self) -> None:
+        with self._mutex, self.journal.locked(exclusive=False):
+            self.graph = Graph()
+            self._engine = None
+            self.offset = 0
+            self.loaded_from_cache = False
+            if self.use_cache and self.cache_path.exists():
+                try:
+                    scorer_name = getattr(self._scorer_arg, "name", None) or ""
+                    g, eng, off = _cache.load(self.cache_path, self.journal,
+                                              self._make_engine, scorer_name)
+                    self.graph, self._engine, self.offset = g, eng, off
+                    self.loaded_from_cache = True
+                    self.cache_note = "valid"
+                except _cache.CacheInvalid as e:
+                    self.cache_note = f"rebuilt: {e}"
+                    log.info("derived cache not used: %s", e)
+            before = self.report.ops
+            self._catch_up()
+            self.ops_since_cache = self.report.ops - before
+        if self.report.ops > 100_000:
+            gc.freeze()  # a big graph is long-lived: keep it out of every later collection
+
+    def _catch_up(self) -> int:
+        """Apply lines appended since ``offset`` (caller holds a lock). Returns ops read."""
+        j = self.journal
+        if j.replaced():
+            j.reopen()
+            self.offset = j.size() + 1  # force the reload below
+        size = j.size()
+        if size == self.offset:
+            return 0
+        if size < self.offset:
+            log.warning("journal %s shrank or was replaced; reloading it", self.path)
+            self.graph = Graph()
+            self._engine = None
+            self.offset = 0
+        data = j.read(self.offset, size)
+        cut = data.rfind(b"\n") + 1
+        report = Report()
+        bad: list[dict] = []
+        fold(data[:cut] if cut < len(data) else data, self.graph, self.offset, report, bad)
+        tail = data[cut:]
+        if tail:
+            # Under either lock an unterminated tail is a dead writer's torn line.
+            self._torn_tail(tail, self.offset + cut, report, bad)
+        if bad:
+            report.quarantined += len(bad)
+            report.bad.extend({"offset": b["offset"], "reason": b["reason"]}
+                              for b in bad[: Report.KEEP])
+            j.quarantine(bad)
+            log.warning("journal %s: quarantined %d bad line(s) to %s", self.path,
+                        len(bad), j.corrupt_path)
+        self.offset = size
+        self.report.merge(report)
+        self.ops_since_cache += report.ops
+        return report.ops + report.quarantined
+
+    def _torn_tail(self, tail: bytes, at: int, report: Report, bad: list[dict]) -> None:
+        sub = Report()
+        sub_bad: list[dict] = []
+        fold(tail + b"\n", self.graph, at, sub, sub_bad)
+        for b in sub_bad:
+            b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
+        bad.extend(sub_bad)
+        report.merge(sub)
+
+    def refresh(self) -> int:
+        """See other processes' writes now (shared lock). Returns lines read."""
+        with self._mutex, self.journal.locked(exclusive=False):
+            return self._catch_up()
+
+    # --- writing ------------------------------------------------------------------
+
+    @contextmanager
+    def write(self):
+        """One write request under the exclusive lock; see the module docstring."""
+        with self._mutex:
+            if self._writing:
+                raise RuntimeError("a write request is already open on this store")
+            self._writing = True
+            try:
+                with self.journal.locked(exclusive=True):
+                    self._catch_up()
+                    self.graph.clock += 1
+                    req = Request(self, self.graph.clock)
+                    try:
+                        yield req
+                    finally:
+                        # ops already applied are appended even if the block raised, so
+                        # memory and journal never disagree
+                        if req.lines:
+                            self.offset = self.journal.append(b"".join(req.lines),
+                                                              self.fsync)
+                            self.ops_since_cache += len(req.lines)
+            finally:
+                self._writing = False
+
+    def apply_ops(self, ops_list) -> int:
+        """Apply pre-built ``(name, body)`` ops (a planner's output) as one request.
+
+        The caller allocated ids from the counters it read; ``at`` fields are replaced by
+        this request's clock. Returns the request's ``at``.
+        """
+        with self.write() as req:
+            for name, body in ops_list:
+                body = dict(body)
+                body["at"] = req.at
+                req.apply(name, body)
+            return req.at
+
+    # --- reading ------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5, *, kind: str | None = None,
+               areas: list[str] | None = None, scope: int | None = None,
+               cross_area: float | None = None, refresh: bool = True):
+        """Routed brute-force search; returns ``recall.Found`` (hits, routed, why)."""
+        if refresh:
+            self.refresh()
+        with self._mutex:
+            return self.engine.search(
+                query, k, kind=_parse_kind(kind) if kind else None,
+                areas=[_parse_area(a) for a in areas or []], scope=scope,
+                cross_area=cross_area)
+
+    def search_json(self, query: str, k: int = 5, **kw) -> dict:
+        """The documented ``--json`` shape of a search (see README)."""
+        t0 = time.perf_counter()
+        found = self.search(query, k, **kw)
+        g = self.graph
+        results = []
+        for h in found.hits:
+            n = g.nodes.get(h.node)
+            results.append({
+                "node": h.node, "score": round(float(h.score), 6), "via_graph": h.via_graph,
+                "label": n.label if n else "", "kind": n.kind if n else "",
+                "area": n.area if n else "", "state": g.state_of(h.node) if n else "",
+            })
+        return {"query": query, "k": k, "routed": found.routed, "cues": found.cues,
+                "why": found.why, "path": found.path, "scorer": found.scorer,
+                "results": results,
+                "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
+
+    def recall_brief(self, query: str, k: int = 5, *, areas: list[str] | None = None,
+                     scope: int | None = None) -> dict:
+        """``{"block", "routed", "hits", "why"}``: the text block a model reads."""
+        from .recall import recall_block
+
+        found = self.search(query, k, areas=areas, scope=scope)
+        with self._mutex:
+            block = recall_block(self.graph, query, found)
+        return {"block": block, "routed": found.routed, "why": found.why,
+                "hits": [{"node": h.node, "score": h.score, "via_graph": h.via_graph}
+                         for h in found.hits]}
+
+    def state(self, node: int) -> str:
+        self.refresh()
+        try:
+            return self.graph.state_of(node)
+        except KeyError:
+            raise MemoryError_(f"node {node} does not exist") from None
+
+    def history(self, node: int) -> dict:
+        self.refresh()
+        try:
+            return self.graph.history(node)
+        except KeyError:
+            raise MemoryError_(f"node {node} does not exist") from None
+
+    def stats(self) -> dict:
+        self.refresh()
+        out = self.graph.counts()
+        out.update({"journal": str(self.path), "journal_bytes": self.offset,
+                    "ops_read": self.report.ops, "quarantined": self.report.quarantined,
+                    "skipped": self.report.skipped,
+                    "cache": {"path": str(self.cache_path),
+                              "exists": self.cache_path.exists(),
+                              "used_at_open": self.loaded_from_cache,
+                              "note": self.cache_note},
+                    "scorer": getattr(self.scorer, "name", "")})
+        return out
+
+    # --- the derived cache --------------------------------------------------------
+
+    def save_cache(self) -> int:
+        """Write the derived cache for the current state; returns its size in bytes."""
+        with self._mutex, self.journal.locked(exclusive=False):
+            self._catch_up()
+            size = _cache.save(self.cache_path, self.journal, self.offset, self.graph,
+                               self.engine)
+            self.ops_since_cache = 0
+            return size
+
+    def maybe_save_cache(self, min_ops: int = CACHE_MIN_OPS) -> bool:
+        if self.use_cache and self.ops_since_cache >= min_ops:
+            try:
+                self.save_cache()
+                return True
+            except OSError as e:
+                log.warning("could not write the derived cache: %s", e)
+        return False
+
+    # --- checking -----------------------------------------------------------------
+
+    def check(self) -> dict:
+        """Replay the whole journal afresh; report bad lines, and verify the cache."""
+        from .cache import same_graph
+
+        with self._mutex, self.journal.locked(exclusive=False):
+            self._catch_up()
+            data = self.journal.read(0, self.offset)
+            g = Graph()
+            rep = Report()
+            bad: list[dict] = []
+            fold(data, g, 0, rep, bad)
+            rep.quarantined = len(bad)
+            rep.bad = [{"offset": b["offset"], "reason": b["reason"],
+                        "raw": _cap_raw(b["raw"], len(b["raw"]))[:200]}
+                       for b in bad[: Report.KEEP]]
+            replay_matches = same_graph(g, self.graph)
+            cache_info = {"path": str(self.cache_path), "exists": self.cache_path.exists()}
+            if cache_info["exists"]:
+                try:
+                    header, _ = _cache.read_header(self.cache_path)
+                    _cache.validate_marks(header, self.journal)
+                    cg, _eng, off = _cache.load(self.cache_path, self.journal,
+                                                self._make_engine, "")
+                    prefix = Graph()
+                    fold(data[:off], prefix, 0, Report(), [])
+                    cache_info.update(valid=True, offset=off,
+                                      matches_replay=same_graph(cg, prefix))
+                except _cache.CacheInvalid as e:
+                    cache_info.update(valid=False, reason=str(e))
+        ok = replay_matches and rep.quarantined == 0 and rep.skipped == 0 and (
+            not cache_info["exists"] or cache_info.get("matches_replay", True))
+        return {"ok": ok, "journal": str(self.path), "bytes": self.offset,
+                "replay": rep.as_dict(), "replay_matches_live": replay_matches,
+                "cache": cache_info}
+
+    def close(self) -> None:
+        with self._mutex:
+            self.journal.close()
+            if self._engine is not None and hasattr(self._engine.scorer, "release"):
+                self._engine.scorer.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open_store(home=None, config: dict | None = None, **kw) -> Store:
+    """Open the store where mino's config says it lives."""
+    return Store.open(home=home, config=config, **kw)
+
+
+__all__ = ["ApplyError", "MemoryError_", "Request", "Store", "open_store"]
