@@ -598,6 +598,7 @@ class HybridScorer:
         self.index = HybridIndex(params, dim=self.mnemo.dim or 256)
         self.row_of: dict[int, int] = {}  # node id -> engine row
         self._edges_seen = getattr(graph, "next_edge", 1)
+        self._erow = np.zeros(0, dtype=np.int64)  # index row -> engine row
 
     # structure read from the graph
     def _parent(self, node_id: int) -> int | None:
@@ -626,7 +627,15 @@ class HybridScorer:
         if node is None or text is None:
             self.index.remove(node_id)
             return
-        self.index.upsert(node_id, text, vector=None, parent=self._parent(node_id), entity=self._entity(node))
+        mt = self.mnemo.mt
+        vec = mt[:, row] if row < mt.shape[1] and mt.shape[0] == self.index.dim else None
+        self.index.upsert(node_id, text, vector=vec, parent=self._parent(node_id), entity=self._entity(node))
+        irow = self.index._row_of[node_id]
+        if irow >= len(self._erow):
+            grown = np.zeros(max(1024, 2 * len(self._erow), irow + 1), dtype=np.int64)
+            grown[: len(self._erow)] = self._erow
+            self._erow = grown
+        self._erow[irow] = row
 
     # Scorer interface
     def add(self, row: int, node_id: int, text: str) -> None:
@@ -673,8 +682,7 @@ class HybridScorer:
         out = np.zeros(n, dtype=np.float32)
         m = self.index._n
         alive = self.index._alive[:m]
-        node_ids = self.index._ids[:m][alive]
-        rows = np.fromiter((self.row_of[int(i)] for i in node_ids), dtype=np.int64, count=len(node_ids))
+        rows = self._erow[:m][alive]
         keep = rows < n
         out[rows[keep]] = hybrid[:m][alive][keep]
         if query.area_weight is not None:
