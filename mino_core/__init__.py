@@ -1,15 +1,36 @@
 """mino's core: the public API that plugins import.
 
 Plugins import only from here (``from mino_core import hookimpl, Tool, ToolResult``).
-Nothing here imports openai or numpy, so importing a plugin stays cheap.
+Names resolve on first use (PEP 562), so ``mino --help`` never pays for pluggy, and
+nothing here imports openai or numpy.
 """
-from .hookspecs import hookimpl
-from .permissions import Decision
-from .plugins import PluginContext
-from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolContext, ToolResult
-from .turns import ToolOutcome, TurnInfo, TurnRecord
+from __future__ import annotations
 
-__all__ = [
-    "Decision", "InvalidArguments", "PluginContext", "Preview", "Status", "Tool", "ToolCall",
-    "ToolContext", "ToolOutcome", "ToolResult", "TurnInfo", "TurnRecord", "hookimpl",
-]
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "hookimpl": "hookspecs", "Decision": "permissions", "PluginContext": "plugins",
+    "InvalidArguments": "tools", "Preview": "tools", "Status": "tools", "Tool": "tools",
+    "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
+    "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mino_core' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .hookspecs import hookimpl
+    from .permissions import Decision
+    from .plugins import PluginContext
+    from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolContext, ToolResult
+    from .turns import ToolOutcome, TurnInfo, TurnRecord

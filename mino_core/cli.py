@@ -77,9 +77,6 @@ def _run(mode, resume_id, prompt, verbose) -> int:
 
     if mode is not None and normalise_mode(mode) is None:
         _fail(f"Unknown mode {mode!r}. Modes: {', '.join(MODES)}.")
-    from .model import prewarm
-
-    prewarm()
     from .agent import Agent, SessionNotFound
     from .config import ConfigError, home_dir
     from .session import project_root
@@ -100,6 +97,9 @@ def _run(mode, resume_id, prompt, verbose) -> int:
 
         for message in agent.host.drain_errors():
             ui.notice(message)
+        from .model import prewarm
+
+        prewarm()
         record = run_turn(agent.session, prompt)
         return 0 if record.ended == "answer" else 1
     try:

@@ -181,17 +181,12 @@ def compact_command(session) -> None:
 
 
 def maybe_compact(session, info) -> None:
-    """Before a turn's front input is fixed: compact when the next request passes the share."""
-    limit = threshold(session) * window(session)
-    if estimate(session) <= limit:
-        return
-    # Count the front input too, rendered for this purpose only (never sent).
-    from dataclasses import replace
+    """At a turn's start, before its front input is fixed: compact past the configured share.
 
-    from .turn import render_front
-
-    front = render_front(session, replace(info, purpose="compaction", scratch={}))
-    if estimate(session, front) + tokens(front) <= limit and session.state.get("usage_at"):
+    The estimate counts the previous turn's front input (the index changes little from one
+    turn to the next), so the check costs no extra rendering.
+    """
+    if estimate(session) <= threshold(session) * window(session):
         return
     session.ui.notice("(context is nearly full; compacting older turns)")
     session.ui.notice(compact(session, in_turn=True))

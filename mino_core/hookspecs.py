@@ -48,8 +48,7 @@ def front_input(turn: "TurnInfo") -> "str | None":
     """Contribute text to the one leading assistant item of every request in a turn.
 
     Called once when a turn begins, after the user's message is saved to the log (and
-    again with ``turn.purpose == "compaction"`` before a compaction, to count it). The text
-    is fixed for every request of that turn and never written to the session log. Return
+    after any automatic compaction). The text is fixed for every request of that turn and never written to the session log. Return
     None or "" to contribute nothing; when nobody contributes, the request has no leading
     item. Contributions are joined in plugin-name order, separated by a blank line.
 

@@ -31,6 +31,10 @@ def _read(prompt: str) -> str:
 
 def repl(agent: Agent, read=_read) -> int:
     announce(agent)
+    # openai takes most of a second to import: do it while the person types the first line.
+    from .model import prewarm
+
+    prewarm()
     while True:
         try:
             line = read("\nYou> ")

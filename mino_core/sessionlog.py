@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ CONVERSATION = ("message", "function_call", "function_call_output")
 
 
 def new_id() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 def is_id(text: str) -> bool:

@@ -17,14 +17,11 @@ class TurnInfo:
     ``scratch`` is shared by every hook call of this turn, keyed by plugin name by
     convention, so a plugin can carry state from ``front_input`` to ``after_turn``
     (an episode id, the recalled nodes) without globals.
-    ``purpose`` is "turn" for a user's turn and "compaction" when the core renders front
-    input only to count it toward the context budget before compacting.
     """
 
     session: "Session"
     user_text: str
     number: int
-    purpose: str = "turn"
     scratch: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,0 +1,84 @@
+"""Start-up: ``mino --help`` and the time to the first ``You> `` prompt.
+
+Reported as medians, and as ratios to a bare ``python -c pass`` and to ``python -c
+"import click"`` measured in the same run (these machines are shared and noisy).
+Run: ``.venv/bin/python bench/startup.py [--runs N] [--json]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MINO = shutil.which("mino") or os.path.join(os.path.dirname(sys.executable), "mino")
+
+
+def timed(argv, env) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def to_prompt(env) -> float:
+    """Milliseconds from exec to the first ``You> `` on a pseudo-terminal."""
+    start = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(MINO, [MINO], env)
+    seen = b""
+    try:
+        while b"You> " not in seen:
+            ready, _, _ = select.select([fd], [], [], 30)
+            if not ready:
+                raise RuntimeError(f"no prompt: {seen!r}")
+            seen += os.read(fd, 4096)
+        elapsed = (time.perf_counter() - start) * 1000
+        os.write(fd, b"/exit\n")
+    finally:
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as home:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MINO_", "OPENAI_"))}
+        env.update(MINO_HOME=home, MINO_BASE_URL="http://127.0.0.1:9/v1", TERM="dumb")
+        cases = {
+            "python -c pass": lambda: timed([sys.executable, "-c", "pass"], env),
+            "python -c 'import click'": lambda: timed([sys.executable, "-c", "import click"], env),
+            "mino --help": lambda: timed([MINO, "--help"], env),
+            "first You> prompt": lambda: to_prompt(env),
+        }
+        to_prompt(env)  # warm the file cache and write the first-run files
+        samples = {name: [] for name in cases}
+        for _ in range(args.runs):
+            for name, fn in cases.items():  # interleaved, so drift hits every case alike
+                samples[name].append(fn())
+    medians = {name: statistics.median(v) for name, v in samples.items()}
+    bare, click_floor = medians["python -c pass"], medians["python -c 'import click'"]
+    result = {name: {"median_ms": round(m, 1), "x_bare": round(m / bare, 2),
+                     "x_click": round(m / click_floor, 2)} for name, m in medians.items()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"{'what':<26} {'median ms':>10} {'x bare':>8} {'x click':>8}")
+    for name, row in result.items():
+        print(f"{name:<26} {row['median_ms']:>10.1f} {row['x_bare']:>8.2f} {row['x_click']:>8.2f}")
+    print("targets: mino --help within 1.5x click; first prompt within 3x click")
+
+
+if __name__ == "__main__":
+    main()
