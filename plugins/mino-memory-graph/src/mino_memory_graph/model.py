@@ -139,6 +139,9 @@ class Graph:
         # nodes whose derived state (text, vector, area, votes) changed since the
         # recall engine last looked
         self.dirty: set[int] = set()
+        # nodes whose edges were linked, unlinked or reweighted (for scorers that read
+        # graph structure; see ``recall.Scorer.touch``)
+        self.edge_dirty: set[int] = set()
         self.handlers = {
             "CreateNode": self._create_node, "AddFact": self._add_fact,
             "SupersedeFact": self._supersede_fact, "SetArea": self._set_area,
@@ -258,6 +261,9 @@ class Graph:
         self.edges[id] = e
         if id >= self.next_edge:
             self.next_edge = id + 1
+        ed = self.edge_dirty
+        ed.add(src)
+        ed.add(dst)
         if e.kind in EXPANSION_KINDS:
             adj = self.adj
             lst = adj.get(src)
@@ -272,15 +278,23 @@ class Graph:
                 else:
                     lst.append(id)
 
+    def _edge_touched(self, e: Edge) -> None:
+        self.edge_dirty.add(e.src)
+        self.edge_dirty.add(e.dst)
+
     def _unlink(self, b):
-        self._edge(b["edge"]).invalid_at = b["at"]
+        e = self._edge(b["edge"])
+        e.invalid_at = b["at"]
+        self._edge_touched(e)
 
     def _reweight(self, b):
         e = self._edge(b["edge"])
+        self._edge_touched(e)
         e.weight = min(max(f32(e.weight + f32(b["delta"])), 0.0), 1.0)
 
     def _record_outcome(self, b):
         e = self._edge(b["edge"])
+        self._edge_touched(e)
         if b["success"]:
             e.success += 1
             e.weight = min(f32(e.weight + _W_SUCCESS), 1.0)

@@ -18,7 +18,9 @@ A scorer is any object with::
                                                         # index = row; the final seed
                                                         # score (> 1e-6 makes a seed)
 
-and optionally ``add_many(rows, node_ids, texts)`` for bulk loading (a cold open calls
+and optionally ``touch(row, node_id)`` (an edge of the node was linked, unlinked or
+reweighted; for scorers that read graph structure), ``add_many(rows, node_ids, texts)``
+for bulk loading (a cold open calls
 it once with every node), ``state() / load_state(obj)`` for the on-disk derived cache
 (``state`` returns a dict of numpy arrays and plain values; ``load_state`` returns False
 when it cannot use what it is given), and ``release()``.
@@ -223,6 +225,14 @@ class RecallEngine:
         """Bring rows and the scorer up to date with the graph; returns nodes refreshed."""
         g = self.graph
         dirty = g.dirty
+        if g.edge_dirty:
+            touch = getattr(self.scorer, "touch", None)
+            if touch is not None:
+                for nid in sorted(g.edge_dirty - dirty):
+                    row = self.row_of.get(nid)
+                    if row is not None and self.live[row]:
+                        touch(row, nid)
+            g.edge_dirty.clear()
         if not dirty:
             return 0
         ids = sorted(dirty)

@@ -1,0 +1,282 @@
+"""Model, journal format, replay, quarantine, torn lines, derived cache (real files)."""
+import json
+import os
+import stat
+
+import pytest
+
+from mino_memory_graph import ops
+from mino_memory_graph.cache import same_graph
+from mino_memory_graph.model import ApplyError, CLOCK_START, Graph
+from mino_memory_graph.store import MemoryError_, Store
+
+
+@pytest.fixture
+def jpath(tmp_path):
+    return tmp_path / "mem" / "journal.jsonl"
+
+
+def build(store):
+    with store.write() as r:
+        a = r.create_node("Aspect", "deploy port")
+        r.fact(a, "port", "8081")
+        p = r.create_node("Entity", "project git:example")
+        e = r.link(a, p, "PartOf")
+    with store.write() as r:
+        fid, old = r.fact(a, "port", "9090")
+        r.commit_log(a, "tool_call", "bash: ok")
+        r.mark_useful(a)
+        r.record_outcome(e, False)
+    return a, p, e, fid, old
+
+
+def test_line_format_is_mnemos(jpath):
+    s = Store.open(jpath)
+    build(s)
+    lines = jpath.read_text().splitlines()
+    assert lines[0] == ('{"CreateNode":{"id":1,"kind":"Aspect","label":"deploy port",'
+                        '"at":1700000000001}}')
+    assert lines[1] == ('{"AddFact":{"node":1,"fact_id":1,"key":"port","value":"8081",'
+                        '"at":1700000000001}}')
+    assert json.loads(lines[4]) == {"SupersedeFact": {
+        "node": 1, "old_fact": 1, "new_key": "port", "new_value": "9090", "new_fact_id": 2,
+        "at": 1700000000002}}
+    assert '"RecordOutcome":{"edge":1,"success":false' in lines[-1]
+
+
+def test_files_are_private(jpath):
+    Store.open(jpath)
+    assert stat.S_IMODE(os.stat(jpath).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(jpath.with_suffix(".lock")).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(jpath.parent).st_mode) == 0o700
+
+
+def test_model_semantics(jpath):
+    s = Store.open(jpath)
+    a, p, e, fid, old = build(s)
+    n = s.graph.nodes[a]
+    assert [(f.id, f.key, f.value, f.active, f.superseded_by) for f in n.facts] == [
+        (1, "port", "8081", False, 2), (2, "port", "9090", True, None)]
+    assert s.graph.edges[e].weight == pytest.approx(0.4) and s.graph.edges[e].failure == 1
+    assert n.useful == 1 and n.area == "Semantic" and s.graph.nodes[p].area == "Spatial"
+    st = s.state(a)
+    assert st.startswith("[Aspect/Semantic] deploy port #1\nfacts:\n  - port: 9090\n")
+    assert "8081" not in st  # retired values never reach the state text
+    assert "usefulness votes: 1 useful / 0 unhelpful" in st
+    h = s.history(a)
+    assert [f["status"] for f in h["facts"]] == ["superseded", "active"]
+
+
+def test_supersede_retires_every_live_copy():
+    g = Graph()
+    g.apply(*ops.create_node(1, "Aspect", "x", 1))
+    g.apply(*ops.add_fact(1, 1, "k", "a", 2))
+    g.apply(*ops.add_fact(1, 2, "k", "b", 3))
+    g.apply(*ops.supersede_fact(1, 1, "k", "c", 3, 4))
+    assert [f.active for f in g.nodes[1].facts] == [False, False, True]
+    assert g.nodes[1].log[-1][2] == "1 (+1 other live 'k') -> 3: c"
+
+
+def test_edge_weights_and_death():
+    g = Graph()
+    for i in (1, 2):
+        g.apply(*ops.create_node(i, "Aspect", f"n{i}", 1))
+    g.apply(*ops.link(1, 1, 2, "SuppliesContext", 5))
+    g.apply(*ops.record_outcome(1, False, 6))
+    assert g.edges[1].weight == pytest.approx(0.4, abs=1e-7)
+    for _ in range(4):
+        g.apply(*ops.record_outcome(1, False, 6))
+    # float32 as in Mnemo: 0.5 - 5 x 0.1 leaves 1.5e-8, so the sixth failure kills it
+    assert 0 < g.edges[1].weight < 1e-7 and g.edges[1].alive_at(10)
+    g.apply(*ops.record_outcome(1, False, 6))
+    assert g.edges[1].weight == 0.0 and not g.edges[1].alive_at(10)
+    g.apply(*ops.reweight(1, 2.0, 7))
+    assert g.edges[1].weight == 1.0
+    g.apply(*ops.record_outcome(1, True, 8))
+    assert g.edges[1].weight == 1.0 and g.edges[1].success == 1
+    g.apply(*ops.unlink(1, 9))
+    assert not g.edges[1].alive_at(10)
+
+
+def test_unappliable_ops_raise_without_change():
+    g = Graph()
+    g.apply(*ops.create_node(1, "Aspect", "x", 1))
+    for op in (ops.create_node(1, "Entity", "y", 2), ops.add_fact(9, 1, "k", "v", 2),
+               ops.supersede_fact(1, 77, "k", "v", 2, 2), ops.link(1, 1, 9, "PartOf", 2),
+               ops.unlink(3, 2)):
+        with pytest.raises(ApplyError):
+            g.apply(*op)
+    assert g.nodes[1].label == "x" and not g.nodes[1].facts and not g.edges
+
+
+def test_soft_and_hard_delete(jpath):
+    s = Store.open(jpath)
+    with s.write() as r:
+        a = r.create_node("Aspect", "ingress rewrite annotation")
+        b = r.create_node("Aspect", "ingress rewrite other")
+    assert {h.node for h in s.search("ingress rewrite").hits} == {a, b}
+    with s.write() as r:
+        r.delete(a)
+        r.delete(b, hard=True)
+    assert s.search("ingress rewrite").hits == []
+    assert "deleted: hard=false" in s.state(a)  # state still readable after soft delete
+    with pytest.raises(MemoryError_):
+        s.state(b)
+    with s.write() as r:
+        assert r.create_node("Aspect", "new") == 3  # ids never reused
+    s2 = Store.open(jpath, use_cache=False)
+    assert same_graph(s2.graph, s.graph)
+
+
+def test_ids_and_clock(jpath):
+    s = Store.open(jpath)
+    build(s)
+    ats = [next(iter(json.loads(l).values()))["at"] for l in jpath.read_text().splitlines()]
+    assert ats[0] == CLOCK_START + 1 and ats == sorted(ats) and len(set(ats)) == 2
+    s2 = Store.open(jpath)
+    with s2.write() as r:
+        assert r.at > max(ats)
+        assert r.create_node("Aspect", "z") == 3
+
+
+def test_two_stores_see_each_other(jpath):
+    a, b = Store.open(jpath), Store.open(jpath)
+    with a.write() as r:
+        x = r.create_node("Aspect", "alpha beta")
+    with b.write() as r:
+        y = r.create_node("Aspect", "alpha gamma")
+    assert x != y
+    assert {h.node for h in a.search("alpha").hits} == {x, y}
+
+
+def test_replay_equals_live_and_mnemo_lines_load(jpath):
+    s = Store.open(jpath)
+    build(s)
+    with s.write() as r:
+        r.push_context(1, 2, "note", 3, [0.5, 1.0, 2.0])
+        r.set_area(1, "executive")
+    s2 = Store.open(jpath, use_cache=False)
+    assert same_graph(s2.graph, s.graph)
+    assert s2.state(1) == s.state(1)
+    # a line as Mnemo writes it (vec omitted, f32 delta) replays here
+    with open(jpath, "ab") as fh:
+        fh.write(b'{"PushContext":{"to":1,"chunk":{"from":2,"dim":0,"note":"x"},'
+                 b'"at":1700000000099}}\n{"Reweight":{"edge":1,"delta":0.25,"at":1700000000099}}\n')
+    s2.refresh()
+    assert s2.graph.nodes[1].context[-1]["vec"] == [] and s2.report.quarantined == 0
+
+
+def test_quarantine_bad_lines_and_blank_padding(jpath):
+    s = Store.open(jpath)
+    build(s)
+    good = jpath.read_bytes().splitlines(keepends=True)
+    bad = [b"not json\n", b"\xff\xfe garbage\n", b'{"Nope":{}}\n', b"\n", b"   \n",
+           b'{"AddFact":{"node":1}}\n', b'{"CreateNode":{"id":-1,"kind":"Aspect","label":"x","at":1}}\n',
+           b'{"AddFact":{"node":1,"fact_id":99,"key":"k","value":"' + b"x" * 50000 + b'","at":1}} trailing\n']
+    jpath.write_bytes(b"".join(good[:3] + bad + good[3:]))
+    s2 = Store.open(jpath, use_cache=False)
+    assert same_graph(s2.graph, s.graph)
+    assert s2.report.quarantined == 6 and s2.report.blank == 2
+    recs = [json.loads(l) for l in jpath.with_suffix(".corrupt").read_text().splitlines()]
+    assert len(recs) == 6 and all({"reason", "raw"} <= set(r) for r in recs)
+    assert "utf-8" in recs[1]["reason"]
+    assert max(len(r["raw"]) for r in recs) < 4200 and "truncated" in recs[-1]["raw"]
+
+
+def test_unappliable_line_skipped_with_warning(jpath, caplog):
+    s = Store.open(jpath)
+    build(s)
+    with open(jpath, "ab") as fh:
+        fh.write(ops.encode(*ops.create_node(1, "Aspect", "dup", CLOCK_START + 50)))
+        fh.write(ops.encode(*ops.add_fact(42, 100, "k", "v", CLOCK_START + 50)))
+    s2 = Store.open(jpath, use_cache=False)
+    assert s2.report.skipped == 2 and s2.graph.nodes[1].label == "deploy port"
+    assert "skipping unappliable" in caplog.text
+    assert not s2.check()["ok"]
+
+
+def test_torn_last_line_is_terminated_and_quarantined(jpath):
+    s = Store.open(jpath)
+    build(s)
+    size = jpath.stat().st_size
+    with open(jpath, "ab") as fh:
+        fh.write(b'{"CreateNode":{"id":3,"kind":"Asp')  # a writer died here
+    other = Store.open(jpath)
+    assert other.report.quarantined == 1
+    with s.write() as r:  # catches up, quarantines, terminates the torn line first
+        n = r.create_node("Aspect", "after the tear")
+    raw = jpath.read_bytes()
+    assert raw[size:].startswith(b'{"CreateNode":{"id":3,"kind":"Asp\n{"CreateNode"')
+    assert n == 3
+    fresh = Store.open(jpath, use_cache=False)
+    assert same_graph(fresh.graph, s.graph)
+    other.refresh()
+    assert same_graph(other.graph, s.graph)
+    assert "torn" in jpath.with_suffix(".corrupt").read_text()
+
+
+def test_torn_but_complete_tail_is_applied(jpath):
+    s = Store.open(jpath)
+    build(s)
+    with open(jpath, "ab") as fh:
+        fh.write(ops.encode(*ops.create_node(3, "Aspect", "whole", CLOCK_START + 9))[:-1])
+    o = Store.open(jpath)
+    assert o.graph.nodes[3].label == "whole"
+    with s.write() as r:
+        assert r.create_node("Aspect", "next") == 4
+    assert same_graph(Store.open(jpath, use_cache=False).graph, s.graph)
+
+
+def test_derived_cache_valid_stale_damaged(jpath):
+    s = Store.open(jpath)
+    build(s)
+    s.save_cache()
+    c = Store.open(jpath)
+    assert c.loaded_from_cache and same_graph(c.graph, s.graph)
+    q = "deploy port"
+    assert [(h.node, h.score) for h in c.search(q).hits] == [(h.node, h.score) for h in s.search(q).hits]
+    # appended lines after the cache replay on top of it
+    with s.write() as r:
+        r.create_node("Aspect", "later deploy")
+    c2 = Store.open(jpath)
+    assert c2.loaded_from_cache and same_graph(c2.graph, s.graph)
+    assert c2.check()["cache"]["matches_replay"]
+    # damaged cache -> rebuilt from the journal
+    data = bytearray(jpath.with_suffix(".cache").read_bytes())
+    data[-5] ^= 0xFF
+    jpath.with_suffix(".cache").write_bytes(bytes(data))
+    c3 = Store.open(jpath)
+    assert not c3.loaded_from_cache and same_graph(c3.graph, s.graph)
+    # a journal rewritten under the cache -> stale
+    s.save_cache()
+    jpath.write_bytes(jpath.read_bytes().replace(b"deploy port", b"deploy PORT"))
+    c4 = Store.open(jpath)
+    assert not c4.loaded_from_cache and c4.graph.nodes[1].label == "deploy PORT"
+    assert "rebuilt" in c4.cache_note
+
+
+def test_request_validation_errors(jpath):
+    s = Store.open(jpath)
+    with pytest.raises(MemoryError_):
+        with s.write() as r:
+            r.create_node("Wizard", "x")
+    with pytest.raises(ApplyError):
+        with s.write() as r:
+            r.create_node("Aspect", "kept")
+            r.add_fact(99, "k", "v")
+    # the op applied before the failure was still journaled: memory == journal
+    assert same_graph(Store.open(jpath, use_cache=False).graph, s.graph)
+    with pytest.raises(ValueError):
+        with s.write() as r:
+            r.create_node("Aspect", "bad \udcff surrogate")
+    assert same_graph(Store.open(jpath, use_cache=False).graph, s.graph)
+
+
+def test_journal_location(tmp_path, monkeypatch):
+    from mino_memory_graph.journal import resolve_journal_path
+    monkeypatch.delenv("MNEMO_MEMORY_JOURNAL", raising=False)
+    assert resolve_journal_path(tmp_path) == tmp_path / "graph" / "journal.jsonl"
+    cfg = {"memory": {"graph": {"journal": str(tmp_path / "x.jsonl")}}}
+    assert resolve_journal_path(tmp_path, cfg) == tmp_path / "x.jsonl"
+    monkeypatch.setenv("MNEMO_MEMORY_JOURNAL", str(tmp_path / "env.jsonl"))
+    assert resolve_journal_path(tmp_path, cfg) == tmp_path / "env.jsonl"
