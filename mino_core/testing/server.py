@@ -56,7 +56,8 @@ class ScriptedServer:
         server.daemon_threads = True
         server.scripted = self  # type: ignore[attr-defined]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="scripted-model", daemon=True)
 
     @property
     def base_url(self) -> str:
