@@ -146,3 +146,19 @@ def register_commands(group: "click.Group", context: "PluginContext") -> None:
             def list_():
                 click.echo("...")
     """
+
+
+@hookspec
+def plugin_notes(context: "PluginContext") -> "list[str] | None":
+    """Say something about this plugin's state in ``mino plugins`` (one line per note).
+
+    Called only by ``mino plugins``, for every loaded plugin. Return short lines a person
+    needs to know, such as a missing sandbox, or None.
+
+    Example::
+
+        @hookimpl
+        def plugin_notes(context):
+            if shutil.which("bwrap") is None:
+                return ["no sandbox found: Bash asks before every command"]
+    """

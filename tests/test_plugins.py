@@ -149,3 +149,9 @@ def test_every_hookspec_has_an_implementation_that_tests_reach():
     for name, f in inspect.getmembers(hookspecs, inspect.isfunction):
         if hasattr(f, "mino_spec"):
             assert f"def {name}(" in text, f"no implementation of {name}"
+
+
+def test_plugin_notes_are_collected_per_plugin(make_plugins):
+    eps = make_plugins(noted="from mino_core import hookimpl\n@hookimpl\ndef plugin_notes(context):\n    return ['no sandbox found']\n")
+    host = host_for(eps)
+    assert host.call("plugin_notes", context=host.context) == [("noted", ["no sandbox found"])]
