@@ -16,7 +16,8 @@ SUFFIX = ".md"
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # Characters str.splitlines() treats as line ends: a summary holding any of them would
 # render as more than one index line.
-_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def name_problem(name: object) -> str | None:
@@ -40,7 +41,7 @@ def type_problem(kind: object) -> str | None:
 def summary_problem(summary: object) -> str | None:
     if not isinstance(summary, str) or not summary.strip():
         return "summary must be a non-empty string"
-    if any(ch in _LINE_BREAKS for ch in summary):
+    if _LINE_BREAK.search(summary):
         return "summary must be one line"
     size = len(summary.encode("utf-8", "surrogatepass"))
     if size > SUMMARY_MAX_BYTES:
@@ -62,7 +63,7 @@ def details_problem(details: object) -> str | None:
 
 
 def _has_surrogates(text: str) -> bool:
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
+    return _SURROGATE.search(text) is not None
 
 
 def visible(text: str) -> str:
