@@ -11,8 +11,6 @@ from mino_core import InvalidArguments, Status
 from mino_tools_fs import bash, sandbox
 from mino_tools_fs.bash import run_command
 
-from conftest import needs_bwrap
-
 TOOL = bash.tool(sandbox.detect())
 
 
@@ -85,21 +83,18 @@ def test_no_sandbox_means_not_sandboxed_and_the_description_says_so(ctx):
 
 # -- inside bubblewrap: the sandbox really refuses --------------------------------------------
 
-@needs_bwrap
-def test_sandboxed_flag_and_description(ctx):
+def test_sandboxed_flag_and_description(bwrap, ctx):
     assert TOOL.sandboxed({"command": "true"}, ctx) is True
     assert "Sandboxed with bubblewrap" in TOOL.description
 
 
-@needs_bwrap
-def test_sandbox_writes_inside_the_project_work(project, ctx):
+def test_sandbox_writes_inside_the_project_work(bwrap, project, ctx):
     result = run(ctx, command="echo made > inside.txt && mkdir -p d && echo x > d/y && cat inside.txt")
     assert result.status is Status.COMPLETED, result.output
     assert (project / "inside.txt").read_text() == "made\n" and (project / "d" / "y").exists()
 
 
-@needs_bwrap
-def test_sandbox_refuses_writes_outside_the_project(project, ctx):
+def test_sandbox_refuses_writes_outside_the_project(bwrap, project, ctx):
     with tempfile.TemporaryDirectory(dir="/var/tmp") as elsewhere:  # outside /tmp, writable here
         target = Path(elsewhere) / "escaped.txt"
         result = run(ctx, command=f"echo pwned > {target}")
@@ -110,8 +105,7 @@ def test_sandbox_refuses_writes_outside_the_project(project, ctx):
     assert result.status is Status.FAILED and not home.exists()
 
 
-@needs_bwrap
-def test_sandbox_tmp_is_private(project, ctx, outside):
+def test_sandbox_tmp_is_private(bwrap, project, ctx, outside):
     scratch = f"/tmp/mino-scratch-{os.getpid()}"
     result = run(ctx, command=f"ls {outside}; echo t > {scratch} && cat {scratch}")
     assert "No such file" in result.output  # the real /tmp (and the folder next door) is hidden
@@ -119,8 +113,7 @@ def test_sandbox_tmp_is_private(project, ctx, outside):
     assert not Path(scratch).exists()
 
 
-@needs_bwrap
-def test_sandbox_has_no_network(project, ctx):
+def test_sandbox_has_no_network(bwrap, project, ctx):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -138,8 +131,7 @@ def test_sandbox_has_no_network(project, ctx):
         server.close()
 
 
-@needs_bwrap
-def test_sandbox_timeout_kills_everything_inside(project, ctx):
+def test_sandbox_timeout_kills_everything_inside(bwrap, project, ctx):
     ctx.config["tools-fs"] = {"bash_timeout": 1}
     started = time.monotonic()
     result = run(ctx, command="(sleep 1.5; touch late) & sleep 30", timeout=0.5)

@@ -169,3 +169,18 @@ def test_atomic_write_new_file_gets_umask_mode(project):
     finally:
         os.umask(umask)
     assert stat.S_IMODE((project / "n.txt").stat().st_mode) == 0o644
+
+
+def test_special_files_are_refused_not_read(project, ctx):
+    os.mkfifo(project / "pipe")
+    with pytest.raises(InvalidArguments, match="not a regular file"):
+        TOOLS["edit_file"].validate({"path": "pipe", "old_string": "a", "new_string": "b"}, ctx)
+    with pytest.raises(InvalidArguments, match="not a regular file"):
+        TOOLS["write_file"].validate({"path": "pipe", "content": "x"}, ctx)
+
+
+def test_overwriting_a_binary_file_previews_without_a_diff(project, ctx):
+    (project / "logo.bin").write_bytes(b"\xff\xfe\x00")
+    preview, result = approve_and_run("write_file", ctx, path="logo.bin", content="text\n")
+    assert preview.notes == ["(replaces a non-text file of 3 bytes)"]
+    assert result.status is Status.COMPLETED and (project / "logo.bin").read_text() == "text\n"

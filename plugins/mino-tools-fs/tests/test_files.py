@@ -100,3 +100,11 @@ def test_search_bad_regex_is_invalid_arguments(project, ctx):
 def test_read_only_flags():
     assert all(t.read_only for t in TOOLS.values())
     assert Status.COMPLETED.value == "completed"
+
+
+def test_fifos_are_refused_and_skipped(project, ctx):
+    os.mkfifo(project / "pipe")
+    (project / "a.txt").write_text("needle\n")
+    with pytest.raises(InvalidArguments, match="not a regular file"):
+        call("read_file", ctx, path="pipe")
+    assert call("search", ctx, pattern="needle").output == "a.txt:1: needle"

@@ -11,8 +11,6 @@ from mino_core import Decision, Status, ToolCall
 from mino_core.testing.harness import isolated_env
 from mino_tools_fs import plugin
 
-from conftest import needs_bwrap
-
 NAME = "mino-tools-fs"
 TOOLS = ["Bash", "edit_file", "list_files", "read_file", "search", "write_file"]
 INSTALLED = any(ep.name == NAME for ep in metadata.entry_points(group="mino"))
@@ -61,8 +59,7 @@ def test_policy_votes_on_its_tools(harness, project, mode, tool, args, verdict, 
     assert isinstance(worst, Decision) and (worst.verdict, worst.show) == (verdict, show)
 
 
-@needs_bwrap
-def test_sandboxed_bash_runs_unasked_and_shown(harness, scripted_server, project):
+def test_sandboxed_bash_runs_unasked_and_shown(bwrap, harness, scripted_server, project):
     h = harness(mode="manual", approve="none")
     scripted_server.add(call("Bash", command="echo hi > made.txt"), {"text": "done"})
     record = h.turn("make a file")

@@ -34,6 +34,8 @@ def _read_text(path: Path, shown: str) -> str | None:
     """The file's text, or None when absent; refuses folders and non-UTF-8 files."""
     if path.is_dir():
         raise InvalidArguments(f"{shown!r} is a folder, not a file.")
+    if path.exists() and not path.is_file():  # a FIFO or device would block reading
+        raise InvalidArguments(f"{shown!r} is not a regular file.")
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -113,6 +115,8 @@ def validate_write(args: dict, ctx: ToolContext) -> dict:
     real = resolve(ctx.project_root, args.get("path", ""))
     if real.is_dir():
         raise InvalidArguments(f"{args['path']!r} is a folder, not a file.")
+    if real.exists() and not real.is_file():
+        raise InvalidArguments(f"{args['path']!r} is not a regular file.")
     if not isinstance(args.get("content"), str):
         raise InvalidArguments("content must be a string (the whole new file).")
     return args
@@ -121,10 +125,14 @@ def validate_write(args: dict, ctx: ToolContext) -> dict:
 def preview_write(args: dict, ctx: ToolContext) -> Preview:
     real = resolve(ctx.project_root, args["path"])
     shown = relative(ctx.project_root, real)
-    old = _read_text(real, shown)
+    try:
+        old = _read_text(real, shown)
+        notes = diff_lines(old, args["content"], shown)
+    except InvalidArguments:  # not UTF-8: no diff to show, say what is replaced
+        old, notes = "", [f"(replaces a non-text file of {real.stat().st_size} bytes)"]
     action = "create" if old is None else "overwrite"
-    return Preview(fields=[("Path", shown), ("Action", action)],
-                   notes=diff_lines(old, args["content"], shown), fingerprint=fingerprint(real))
+    return Preview(fields=[("Path", shown), ("Action", action)], notes=notes,
+                   fingerprint=fingerprint(real))
 
 
 def run_write(args: dict, ctx: ToolContext) -> ToolResult:

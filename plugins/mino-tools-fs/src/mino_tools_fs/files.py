@@ -34,6 +34,8 @@ def validate_read(args: dict, ctx: ToolContext) -> dict:
         raise InvalidArguments(f"{args['path']!r} does not exist. Use list_files to see what is there.")
     if real.is_dir():
         raise InvalidArguments(f"{args['path']!r} is a folder; use list_files to see inside it.")
+    if not real.is_file():  # a FIFO or device would block or never end
+        raise InvalidArguments(f"{args['path']!r} is not a regular file.")
     for key in ("offset", "limit"):
         value = args.get(key)
         if value is not None and (not isinstance(value, int) or value < (1 if key == "limit" else 0)):
@@ -150,7 +152,7 @@ def _candidates(root: Path, start: Path):
         return
     for rel, is_dir in walk(root, start, True, Ignore(root)):
         path = root / rel
-        if not is_dir and not path.is_symlink():
+        if not is_dir and not path.is_symlink() and path.is_file():
             yield path
 
 
