@@ -221,3 +221,22 @@ def test_load_one(memdir, put):
     assert store.load_one(memdir, "absent") is None
     (memdir / "bad.md").write_text("x")
     assert store.load_one(memdir, "bad") == store.NEEDS_FRONT_MATTER
+
+
+def test_file_name_that_is_not_utf8_is_reported_visibly(memdir, put):
+    put(memdir, "good")
+    fd = os.open(os.fsencode(memdir) + b"/caf\xe9\x1b.md", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+    scan = store.scan(memdir)
+    assert [m.name for m in scan.memories] == ["good"]
+    [problem] = scan.problems
+    assert "not a memory name" in problem.reason
+    shown = store.notice(memdir, scan.problems)
+    assert "\\udce9\\u001b.md" in shown and "\x1b" not in shown
+
+
+def test_cache_holds_a_few_folders_only(tmp_path, put):
+    for i in range(12):
+        put(tmp_path / f"h{i}" / "memory", "m")
+        store.scan(tmp_path / f"h{i}" / "memory")
+    assert len(store._CACHE) <= store._CACHE_DIRS

@@ -181,6 +181,7 @@ def read_bytes(path: Path, st: os.stat_result) -> Union[bytes, str]:
 
 # (directory) -> {file name: (stat key, Memory or reason)}
 _CACHE: dict[str, dict[str, tuple[tuple, Union[Memory, str]]]] = {}
+_CACHE_DIRS = 8
 
 
 def _load(path: Path, file_name: str, st: os.stat_result,
@@ -239,7 +240,10 @@ def scan(directory: Path) -> Scan:
     except OSError as exc:
         result.problems = [Problem(directory.name, f"cannot be listed: {exc.strerror or exc}")]
         return result
+    _CACHE.pop(where, None)
     _CACHE[where] = new
+    while len(_CACHE) > _CACHE_DIRS:  # oldest folder first; one home is the usual case
+        del _CACHE[next(iter(_CACHE))]
     loaded.sort(key=lambda m: m.name)
     indexed, overflow = fit(loaded)
     problems.extend(overflow)
