@@ -46,3 +46,12 @@ def test_symlink_staying_inside_is_followed(project):
 def test_empty_path_is_invalid(project):
     with pytest.raises(InvalidArguments):
         resolve(project, "  ")
+
+
+def test_a_project_reached_through_a_symlink_still_confines(project, tmp_path, outside):
+    link = tmp_path / "via-link"
+    os.symlink(project, link)
+    assert resolve(link, "a.txt") == project / "a.txt"
+    assert resolve(link, str(link / "a.txt")) == project / "a.txt"
+    with pytest.raises(OutsideProject):
+        resolve(link, "../outside/secret.txt")

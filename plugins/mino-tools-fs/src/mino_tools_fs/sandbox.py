@@ -66,7 +66,6 @@ def macos_profile(project: Path, tmp: Path | None) -> str:
         "(version 1)",
         "(allow default)",
         "(deny network*)",
-        "(allow network* (remote unix-socket))",
         "(deny file-write*)",
         f"(allow file-write* {' '.join(writable)} (literal \"/dev/null\") (literal \"/dev/tty\")"
         " (regex #\"^/dev/fd/\"))",
