@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from mino_core import PluginContext
 from mino_core import hookspecs
 from mino_core.testing.harness import isolated_env
-from mino_memory_files import plugin, store
+from mino_memory_files import plugin
 
 FILES = {"memory": {"backend": "files"}}
 
