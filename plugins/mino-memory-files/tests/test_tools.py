@@ -196,3 +196,28 @@ def test_tool_declarations():
     assert "Never save secrets" in save_tool.description
     assert set(save_tool.parameters["properties"]) == {"name", "type", "summary", "details", "mode"}
     assert save_tool.parameters["properties"]["mode"]["enum"] == ["create", "overwrite"]
+
+
+def test_overwrite_of_a_link_never_writes_through_it(ctx, put, tmp_path):
+    outside = put(tmp_path / "elsewhere", "uses-pnpm", summary="Outside.")
+    before = outside.read_text()
+    (ctx.home / "memory").mkdir()
+    os.symlink(outside, ctx.home / "memory" / "uses-pnpm.md")
+    result, _ = save(ctx, mode="overwrite")
+    assert result.status is Status.COMPLETED
+    assert outside.read_text() == before
+    assert not (ctx.home / "memory" / "uses-pnpm.md").is_symlink()
+
+
+def test_run_without_a_preview_still_checks_the_mode(ctx):
+    save(ctx)
+    checked = tools.validate_save(args(summary="Second."), ctx)
+    ctx.seen, ctx.previewed = None, False
+    result = tools.run_save(checked, ctx)
+    assert result.status is Status.INVALID_ARGUMENTS and "already exists" in result.output
+    assert "Second." not in (ctx.home / "memory" / "uses-pnpm.md").read_text()
+
+
+def test_exactly_20_lines_and_2_kib_are_shown_whole():
+    details = "\n".join(["x" * 50] * 20)
+    assert tools.details_preview(details) == details
