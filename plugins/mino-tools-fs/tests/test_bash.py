@@ -138,3 +138,12 @@ def test_sandbox_timeout_kills_everything_inside(bwrap, project, ctx):
     assert "Timed out" in result.output and time.monotonic() - started < 5
     time.sleep(1.5)
     assert not (project / "late").exists()
+
+
+def test_detect_finds_no_sandbox_without_bwrap(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    sandbox.detect.cache_clear()
+    try:
+        assert sandbox.detect() is None
+    finally:
+        sandbox.detect.cache_clear()

@@ -9,7 +9,7 @@ import pytest
 
 from mino_core import Decision, Status, ToolCall
 from mino_core.testing.harness import isolated_env
-from mino_tools_fs import plugin
+from mino_tools_fs import plugin, sandbox
 
 NAME = "mino-tools-fs"
 TOOLS = ["Bash", "edit_file", "list_files", "read_file", "search", "write_file"]
@@ -144,3 +144,13 @@ def test_installed_entry_point_loads_in_mino_plugins(tmp_path):
     entry = next(p for p in json.loads(done.stdout)["plugins"] if p["name"] == NAME)
     assert entry["status"] == "loaded" and sorted(entry["tools"]) == TOOLS
     assert entry["module"] == "mino_tools_fs.plugin"
+    assert entry["notes"] and ("Sandboxed with" in entry["notes"][0] or "No sandbox found" in entry["notes"][0])
+
+
+def test_plugin_notes_say_whether_bash_is_sandboxed(harness):
+    host = harness().session.host
+    notes = dict(host.call("plugin_notes", context=host.context))[NAME]
+    box = sandbox.detect()
+    assert notes == [sandbox.status_line(box)]
+    host.context.config["tools-fs"] = {"sandbox": False}
+    assert "sandbox turned off" in dict(host.call("plugin_notes", context=host.context))[NAME][0]

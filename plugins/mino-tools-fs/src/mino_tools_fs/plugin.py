@@ -3,7 +3,7 @@
 A tool plugin needs one hook, ``register_tools``. The permission decision needs nothing
 more from us: the core's default policy reads each tool's ``read_only``, ``targets`` and
 ``sandboxed`` and decides (read-only runs, project edits ask in manual mode, a sandboxed
-Bash runs, an unsandboxed one asks).
+Bash runs, an unsandboxed one asks). ``plugin_notes`` tells ``mino plugins`` which.
 """
 from __future__ import annotations
 
@@ -12,8 +12,19 @@ from mino_core import PluginContext, Tool, hookimpl
 from . import bash, edits, files, sandbox
 
 
+def _box(context: PluginContext) -> sandbox.Sandbox | None:
+    if context.section("tools-fs").get("sandbox", True) is False:
+        return None
+    return sandbox.detect()
+
+
 @hookimpl
 def register_tools(context: PluginContext) -> list[Tool]:
-    use_sandbox = context.section("tools-fs").get("sandbox", True) is not False
-    box = sandbox.detect() if use_sandbox else None
-    return [*files.tools(), *edits.tools(), bash.tool(box)]
+    return [*files.tools(), *edits.tools(), bash.tool(_box(context))]
+
+
+@hookimpl
+def plugin_notes(context: PluginContext) -> list[str]:
+    if context.section("tools-fs").get("sandbox", True) is False:
+        return ["sandbox turned off (tools-fs.sandbox: false in config.yaml): every Bash command asks"]
+    return [sandbox.status_line(sandbox.detect())]
