@@ -1,0 +1,227 @@
+"""Graph memory speed: recall, replay, cached open, writes; ratios against a numpy floor.
+
+    python bench/graph_bench.py            # the full run (100k nodes, 1M ops)
+    python bench/graph_bench.py --quick    # smaller, for a smoke run
+
+Everything is measured in this one run, because these machines are shared and noisy:
+the floor is a numpy float32 mat-vec of 100,000 x 256 by one vector (plus a top-k),
+and recall is reported as a ratio of it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "plugins" / "mino-memory-graph" / "src"))
+
+import numpy as np  # noqa: E402
+
+from mino_memory_graph.store import Store  # noqa: E402
+
+T0 = 1_700_000_000_001
+VOCAB = ("kubernetes helm ingress rollback annotation deploy cart port service python pytest "
+         "fixture alembic migration latency span trace alert page dashboard react redux vite "
+         "bundle chunk grid flexbox modal focus venv requirements async await gather error "
+         "crash build install script command repo path file module endpoint plan decision "
+         "session yesterday history fact concept").split()
+
+
+def stats(xs):
+    xs = sorted(xs)
+    return {"median_ms": round(statistics.median(xs) * 1000, 3),
+            "p95_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.95))] * 1000, 3)}
+
+
+def timed(fn, reps):
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def floor(n, reps):
+    rng = np.random.default_rng(0)
+    m = rng.random((n, 256), dtype=np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    q = rng.random(256, dtype=np.float32)
+    matvec = timed(lambda: m @ q, reps)
+
+    def with_topk():
+        s = m @ q
+        idx = np.argpartition(s, -5)[-5:]
+        return idx[np.argsort(-s[idx])]
+    return stats(matvec), stats(timed(with_topk, reps))
+
+
+def journal_lines(n_nodes, n_ops, seed=1):
+    """A realistic mix: nodes with facts, supersedes, links, log lines, votes, outcomes."""
+    rnd = random.Random(seed)
+    words = VOCAB + [f"w{i}" for i in range(20000)]
+    out = []
+    nid = eid = fid = 1
+    facts = {}
+    at = T0
+    kinds = ["Aspect"] * 6 + ["TaskEpisode", "Entity", "Harness"]
+    per_node = n_ops / n_nodes
+    while len(out) < n_ops:
+        at += 1
+        if nid <= n_nodes and (nid == 1 or rnd.random() < 1.15 / per_node):
+            label = " ".join(rnd.choices(words, k=3))
+            out.append(f'{{"CreateNode":{{"id":{nid},"kind":"{rnd.choice(kinds)}",'
+                       f'"label":"{label}","at":{at}}}}}')
+            nid += 1
+            continue
+        node = rnd.randrange(1, nid)
+        r = rnd.random()
+        if r < 0.45:
+            key = rnd.choice(("summary", "fix", "port", "goal", "knowledge"))
+            val = " ".join(rnd.choices(words, k=8))
+            old = facts.get((node, key))
+            if old:
+                out.append(f'{{"SupersedeFact":{{"node":{node},"old_fact":{old},'
+                           f'"new_key":"{key}","new_value":"{val}","new_fact_id":{fid},'
+                           f'"at":{at}}}}}')
+            else:
+                out.append(f'{{"AddFact":{{"node":{node},"fact_id":{fid},"key":"{key}",'
+                           f'"value":"{val}","at":{at}}}}}')
+            facts[(node, key)] = fid
+            fid += 1
+        elif r < 0.62:
+            kind = rnd.choice(("PartOf", "SuppliesContext", "DerivedFrom"))
+            out.append(f'{{"Link":{{"id":{eid},"src":{node},"dst":{rnd.randrange(1, nid)},'
+                       f'"kind":"{kind}","at":{at}}}}}')
+            eid += 1
+        elif r < 0.85:
+            detail = " ".join(rnd.choices(words, k=5))
+            out.append(f'{{"CommitLog":{{"node":{node},"kind":"tool_call",'
+                       f'"detail":"{detail}","at":{at}}}}}')
+        elif r < 0.92 and eid > 1:
+            ok = "true" if rnd.random() < 0.5 else "false"
+            out.append(f'{{"RecordOutcome":{{"edge":{rnd.randrange(1, eid)},'
+                       f'"success":{ok},"at":{at}}}}}')
+        else:
+            ok = "true" if rnd.random() < 0.8 else "false"
+            out.append(f'{{"RecordUsefulness":{{"node":{node},"useful":{ok},"at":{at}}}}}')
+    return ("\n".join(out) + "\n").encode()
+
+
+def queries(n, seed=2):
+    rnd = random.Random(seed)
+    return [" ".join(rnd.choices(VOCAB, k=rnd.randint(3, 7))) for _ in range(n)]
+
+
+def recall_bench(store, reps):
+    qs = queries(reps)
+    it = iter(qs * 2)
+    store.recall_brief("warm up the engine please")
+    return stats(timed(lambda: store.recall_brief(next(it), 5), reps))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=100_000)
+    ap.add_argument("--ops", type=int, default=1_000_000)
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="10k nodes / 100k ops")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.nodes, a.ops, a.reps = 10_000, 100_000, 100
+    res = {"nodes": a.nodes, "ops": a.ops}
+    tmp = Path(tempfile.mkdtemp(prefix="graph-bench-"))
+
+    res["floor_matvec_100k"], res["floor_matvec_topk_100k"] = floor(100_000, a.reps)
+
+    # --- replay cold, then open with a valid cache --------------------------------
+    data = journal_lines(a.nodes, a.ops)
+    jp = tmp / "big" / "journal.jsonl"
+    jp.parent.mkdir(mode=0o700)
+    jp.write_bytes(data)
+    t = time.perf_counter()
+    s = Store.open(jp, use_cache=False, fsync=False)
+    dt = time.perf_counter() - t
+    res["replay_cold"] = {"seconds": round(dt, 3), "ops_per_s": int(s.report.ops / dt),
+                          "ops": s.report.ops, "nodes": len(s.graph.nodes),
+                          "journal_mb": round(len(data) / 1e6, 1)}
+    t = time.perf_counter()
+    s.engine.sync()
+    res["first_index_all_nodes_s"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
+    size = s.save_cache()
+    res["cache_write"] = {"seconds": round(time.perf_counter() - t, 3),
+                          "mb": round(size / 1e6, 1)}
+    s.close()
+    opens = []
+    for _ in range(3):
+        t = time.perf_counter()
+        c = Store.open(jp, fsync=False)
+        opens.append(time.perf_counter() - t)
+        assert c.loaded_from_cache, c.cache_note
+    res["open_with_cache"] = {"median_s": round(statistics.median(opens), 3),
+                              "nodes": len(c.graph.nodes), "ops": a.ops}
+
+    # --- recall at full size, then at 1,000 nodes ---------------------------------
+    res["recall_top5_state"] = recall_bench(c, a.reps)
+    res["recall_ratio_to_matvec"] = round(
+        res["recall_top5_state"]["median_ms"] / res["floor_matvec_100k"]["median_ms"], 2)
+    res["recall_ratio_to_matvec_topk"] = round(
+        res["recall_top5_state"]["median_ms"] / res["floor_matvec_topk_100k"]["median_ms"], 2)
+    c.close()
+    small = tmp / "small" / "journal.jsonl"
+    small.parent.mkdir(mode=0o700)
+    small.write_bytes(journal_lines(1000, 10_000, seed=3))
+    s1 = Store.open(small, fsync=False, use_cache=False)
+    res["recall_top5_state_1k_nodes"] = recall_bench(s1, a.reps)
+    s1.close()
+
+    # --- one write: lock, catch up, append, (fsync) -------------------------------
+    for fs in (True, False):
+        w = Store.open(tmp / f"w{fs}" / "journal.jsonl", fsync=fs)
+        with w.write() as r:
+            node = r.create_node("Aspect", "write bench")
+        i = iter(range(10**9))
+
+        def one():
+            with w.write() as r:
+                r.fact(node, "k", f"value {next(i)}")
+        res["write_fsync" if fs else "write_no_fsync"] = stats(timed(one, a.reps))
+        w.close()
+
+    if a.json:
+        print(json.dumps(res, indent=2))
+        return
+    f = res["floor_matvec_100k"]
+    print(f"floor: numpy 100,000x256 float32 mat-vec  median {f['median_ms']} ms  "
+          f"p95 {f['p95_ms']} ms  (+top-5: {res['floor_matvec_topk_100k']['median_ms']} ms)")
+    r = res["recall_top5_state"]
+    print(f"recall top-5 with state, {a.nodes:,} nodes: median {r['median_ms']} ms  "
+          f"p95 {r['p95_ms']} ms  = {res['recall_ratio_to_matvec']}x the mat-vec "
+          f"(target <= 2.5x)")
+    r = res["recall_top5_state_1k_nodes"]
+    print(f"recall top-5 with state, 1,000 nodes: median {r['median_ms']} ms  "
+          f"p95 {r['p95_ms']} ms  (target < 1 ms)")
+    r = res["replay_cold"]
+    print(f"replay cold: {r['ops']:,} ops in {r['seconds']} s = {r['ops_per_s']:,} ops/s "
+          f"({r['journal_mb']} MB; target >= 300,000 ops/s)")
+    print(f"first index of every node (hashing-v1): {res['first_index_all_nodes_s']} s; "
+          f"cache write {res['cache_write']['seconds']} s, {res['cache_write']['mb']} MB")
+    r = res["open_with_cache"]
+    print(f"open {r['nodes']:,} nodes / {r['ops']:,} ops with a valid cache: "
+          f"{r['median_s']} s (target < 1 s)")
+    for k in ("write_fsync", "write_no_fsync"):
+        print(f"one write ({k.replace('write_', '').replace('_', ' ')}): "
+              f"median {res[k]['median_ms']} ms  p95 {res[k]['p95_ms']} ms")
+
+
+if __name__ == "__main__":
+    main()
