@@ -11,16 +11,21 @@ class _MemoryGroup(click.Group):
     """``mino memory``: subcommands come from the active memory backend, loaded on demand."""
 
     def _load(self, ctx: click.Context) -> None:
-        if getattr(self, "_loaded", False):
+        # Keyed by home and backend choice, so in-process callers with another home
+        # (tests) get that home's commands rather than the first caller's.
+        import os
+
+        from .config import home_dir
+
+        key = (str(home_dir()), os.environ.get("MINO_MEMORY_BACKEND", ""))
+        if getattr(self, "_loaded_for", None) == key:
             return
-        self._loaded = True
-        try:
-            host, _ = _host()
-        except _Fail:
-            return
+        self._loaded_for = key
+        self.commands.clear()
+        host, _ = _host()
         host.notify("register_commands", group=self, context=host.context)
-        self._backend = host.backend
-        self._reason = host.backend_reason
+        for message in host.drain_errors():
+            click.echo(message, err=True)
 
     def list_commands(self, ctx):
         self._load(ctx)
@@ -29,10 +34,6 @@ class _MemoryGroup(click.Group):
     def get_command(self, ctx, name):
         self._load(ctx)
         return super().get_command(ctx, name)
-
-
-class _Fail(Exception):
-    pass
 
 
 def _fail(message: str, code: int = 2):

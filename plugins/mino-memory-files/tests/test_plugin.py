@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import click
-import pluggy
 from click.testing import CliRunner
 
 from mino_core import PluginContext
-from mino_core import hookspecs
+from mino_core.testing import plugin_host
 from mino_core.testing.harness import isolated_env
 from mino_memory_files import plugin
 
@@ -19,14 +18,11 @@ FILES = {"memory": {"backend": "files"}}
 
 
 def test_registers_on_a_fresh_manager(tmp_path):
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    pm.register(plugin, name="mino-memory-files")
     context = PluginContext(home=tmp_path, project_root=tmp_path, config=FILES)
-    assert pm.hook.memory_backend() == ["files"]
-    [tools] = pm.hook.register_tools(context=context)
-    assert sorted(t.name for t in tools) == ["memory_save", "memory_view"]
-    assert {h.name for h in pm.get_hookcallers(plugin)} == {
+    host = plugin_host({"mino-memory-files": plugin}, context)
+    assert host.backend == "files" and host.errors == []
+    assert sorted(host.tools) == ["memory_save", "memory_view"]
+    assert set(host.plugins["mino-memory-files"].hooks) == {
         "memory_backend", "register_tools", "front_input", "register_commands"}
 
 
