@@ -1,6 +1,7 @@
 """Bash: timeouts, output caps, the environment, and the real bubblewrap sandbox refusing."""
 import os
 import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -140,6 +141,7 @@ def test_sandbox_timeout_kills_everything_inside(bwrap, project, ctx):
     assert not (project / "late").exists()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is the Linux sandbox")
 def test_detect_finds_no_sandbox_without_bwrap(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     sandbox.detect.cache_clear()
