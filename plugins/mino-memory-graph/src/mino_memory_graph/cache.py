@@ -186,6 +186,7 @@ def load(path: Path, journal, engine_factory, scorer_name: str):
         engine.texts = list(est["texts"])
         engine.row_of = dict(zip(engine.ids[:n].tolist(), range(n)))
         engine.voted = int(np.count_nonzero(engine.votes[:n]))
+        engine.primed = True
         vm = header.get("vectors")
         ok = False
         if vm is not None and hasattr(engine.scorer, "load_state"):

@@ -70,16 +70,9 @@ class HashingEmbedder:
         return out
 
     def embed(self, text: str):
-        import numpy as np
-
-        v = np.zeros(DIM, dtype=np.float32)
-        feats = self.features(text)
-        if feats:
-            v[list(feats)] = list(feats.values())
-            n = float(np.sqrt(np.dot(v, v)))
-            if n > 0:
-                v /= np.float32(n)
-        return v
+        # one code path for one text and for many, so incremental and bulk indexing
+        # give bit-identical vectors
+        return self.embed_matrix([text])[0]
 
     def embed_many(self, texts):
         m = self.embed_matrix(texts)
@@ -103,11 +96,11 @@ class HashingEmbedder:
             return np.zeros((n, DIM), dtype=np.float32)
         m = np.bincount(np.asarray(idx, dtype=np.int64),
                         weights=np.asarray(val, dtype=np.float64),
-                        minlength=n * DIM).astype(np.float32).reshape(n, DIM)
+                        minlength=n * DIM).reshape(n, DIM)
         norms = np.sqrt(np.einsum("ij,ij->i", m, m))
         norms[norms == 0] = 1.0
-        m /= norms[:, None].astype(np.float32)
-        return m
+        m /= norms[:, None]
+        return m.astype(np.float32)
 
 
 class OpenAIEmbedder:

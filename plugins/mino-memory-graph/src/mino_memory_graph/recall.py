@@ -209,6 +209,8 @@ class RecallEngine:
         self.live = np.zeros(0, dtype=bool)
         self.texts: list[str | None] = []
         self.voted = 0  # rows with a non-zero net vote
+        # a new engine indexes every node the graph already has on its first sync
+        self.primed = False
 
     def _grow(self, need: int) -> None:
         if need <= self.cap:
@@ -233,6 +235,9 @@ class RecallEngine:
                     if row is not None and self.live[row]:
                         touch(row, nid)
             g.edge_dirty.clear()
+        if not self.primed:
+            self.primed = True
+            dirty.update(g.nodes)
         if not dirty:
             return 0
         ids = sorted(dirty)
