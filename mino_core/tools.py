@@ -109,7 +109,9 @@ class Tool:
     """
 
     name: str
-    description: str
+    # A string, or a callable returning one when the first request is built (a plugin whose
+    # description depends on a slow check, such as probing for a sandbox, keeps start-up fast).
+    description: "str | Callable[[], str]"
     parameters: dict[str, Any]
     run: Callable[[dict, ToolContext], ToolResult]
     validate: Validator | None = None
@@ -122,10 +124,11 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The Responses API function-tool entry for this tool."""
+        description = self.description() if callable(self.description) else self.description
         return {
             "type": "function",
             "name": self.name,
-            "description": self.description,
+            "description": description,
             "parameters": self.parameters,
             "strict": False,
         }

@@ -79,14 +79,14 @@ def test_secrets_are_scrubbed_from_the_environment(project, monkeypatch):
 def test_no_sandbox_means_not_sandboxed_and_the_description_says_so(ctx):
     ctx.config["tools-fs"] = {"sandbox": False}
     assert TOOL.sandboxed({"command": "true"}, ctx) is False
-    assert "No sandbox found" in bash.tool(None).description
+    assert "No sandbox found" in bash.tool(None).schema()["description"]
 
 
 # -- inside bubblewrap: the sandbox really refuses --------------------------------------------
 
 def test_sandboxed_flag_and_description(bwrap, ctx):
     assert TOOL.sandboxed({"command": "true"}, ctx) is True
-    assert "Sandboxed with bubblewrap" in TOOL.description
+    assert "Sandboxed with bubblewrap" in TOOL.schema()["description"]
 
 
 def test_sandbox_writes_inside_the_project_work(bwrap, project, ctx):

@@ -13,6 +13,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from mino_core import InvalidArguments, Tool, ToolContext, ToolResult
 
@@ -159,14 +160,22 @@ def run(args: dict, ctx: ToolContext) -> ToolResult:
     return report(outcome, timeout, settings.cap)
 
 
-def tool(box: sandbox.Sandbox | None) -> Tool:
-    """The Bash tool; its description tells the model whether it runs sandboxed."""
+DESCRIPTION = ("Run a shell command (/bin/sh -c) in the project folder and return its output "
+               "(stdout and stderr together) and exit code. Default timeout "
+               f"{DEFAULT_TIMEOUT} s unless configured; long output is cut in the middle. "
+               "Secrets are removed from the environment. ")
+
+
+def tool(box: "sandbox.Sandbox | None | Callable[[], sandbox.Sandbox | None]") -> Tool:
+    """The Bash tool; its description tells the model whether it runs sandboxed.
+
+    ``box`` may be a callable: the sandbox is then looked up only when the first request
+    needs the description, so probing for it never delays start-up.
+    """
+    find = box if callable(box) else (lambda: box)
     return Tool(
         name="Bash",
-        description=("Run a shell command (/bin/sh -c) in the project folder and return its output "
-                     "(stdout and stderr together) and exit code. Default timeout "
-                     f"{DEFAULT_TIMEOUT} s unless configured; long output is cut in the middle. "
-                     "Secrets are removed from the environment. " + sandbox.status_line(box)),
+        description=lambda: DESCRIPTION + sandbox.status_line(find()),
         parameters={"type": "object", "properties": {
             "command": {"type": "string", "description": "The command line."},
             "timeout": {"type": "number", "description": f"Seconds before it is killed (at most {MAX_TIMEOUT})."}},

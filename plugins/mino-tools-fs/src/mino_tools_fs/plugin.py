@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from mino_core import PluginContext, Tool, hookimpl
 
+import threading
+
 from . import bash, edits, files, sandbox
 
 
@@ -20,7 +22,10 @@ def _box(context: PluginContext) -> sandbox.Sandbox | None:
 
 @hookimpl
 def register_tools(context: PluginContext) -> list[Tool]:
-    return [*files.tools(), *edits.tools(), bash.tool(_box(context))]
+    # Probing for the sandbox starts a process (about 10 ms): do it in the background while
+    # the person types; the Bash description asks for the answer when the first request is built.
+    threading.Thread(target=_box, args=(context,), name="mino-sandbox-probe", daemon=True).start()
+    return [*files.tools(), *edits.tools(), bash.tool(lambda: _box(context))]
 
 
 @hookimpl
