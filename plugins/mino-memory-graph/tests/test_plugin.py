@@ -1,0 +1,64 @@
+"""The plugin's hooks and ``mino memory ...`` commands, on a real journal in a temp home."""
+import json
+import subprocess
+import sys
+
+import click
+from click.testing import CliRunner
+
+from mino_core import PluginContext
+from mino_memory_graph import plugin
+from mino_memory_graph.store import Store
+
+
+def _group(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNEMO_MEMORY_JOURNAL", raising=False)
+    ctx = PluginContext(home=tmp_path, project_root=tmp_path, config={})
+
+    @click.group()
+    def memory():
+        pass
+    plugin.register_commands(memory, ctx)
+    return memory
+
+
+def test_backend_name():
+    assert plugin.memory_backend() == "graph"
+
+
+def test_commands(tmp_path, monkeypatch):
+    grp = _group(tmp_path, monkeypatch)
+    s = Store.open(tmp_path / "graph" / "journal.jsonl")
+    with s.write() as r:
+        a = r.create_node("Aspect", "helm rollback")
+        r.fact(a, "steps", "helm history then rollback with wait")
+    with s.write() as r:
+        r.fact(a, "steps", "helm rollback --wait")
+    run = CliRunner().invoke
+    out = run(grp, ["search", "helm rollback", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert set(data) >= {"query", "routed", "why", "results", "path", "scorer"}
+    assert data["results"][0]["node"] == a and "state" in data["results"][0]
+    assert run(grp, ["show", str(a)]).output.startswith("[Aspect/Semantic] helm rollback")
+    hist = run(grp, ["history", str(a)]).output
+    assert "superseded" in hist and "helm history then rollback" in hist
+    assert run(grp, ["stats", "--json"]).exit_code == 0
+    assert run(grp, ["check"]).exit_code == 0
+    assert run(grp, ["forget", str(a)]).exit_code == 0
+    assert json.loads(run(grp, ["search", "helm rollback", "--json"]).output)["results"] == []
+    bad = run(grp, ["show", "999"])
+    assert bad.exit_code == 1 and "node 999 does not exist" in bad.output
+    assert "Traceback" not in bad.output
+    with open(tmp_path / "graph" / "journal.jsonl", "ab") as fh:
+        fh.write(b"garbage\n")
+    chk = run(grp, ["check"])
+    assert chk.exit_code == 1 and "1 line(s) quarantined" in chk.output
+
+
+def test_plugin_import_is_light():
+    code = ("import sys; import mino_memory_graph.plugin; "
+            "print('numpy' in sys.modules, 'openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": ":".join(sys.path)})
+    assert out.stdout.split() == ["False", "False"], out.stderr
