@@ -163,12 +163,13 @@ class Journal:
 
     def quarantine(self, records: list[dict]) -> None:
         """Append ``{"reason", "raw", "offset"}`` records beside the journal; never fatal."""
+        # ASCII-only records: raw garbage (a NUL, a U+0085 line break) stays one visible line.
         if not records:
             return
         try:
             fd = open_private(self.corrupt_path, os.O_WRONLY | os.O_APPEND)
             try:
-                data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+                data = "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in records)
                 os.write(fd, data.encode("utf-8", "replace"))
             finally:
                 os.close(fd)
