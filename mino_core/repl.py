@@ -51,7 +51,16 @@ def repl(agent: Agent, read=_read) -> int:
             if handle_command(agent, text, read) == "exit":
                 return 0
             continue
-        run_turn(agent.session, line)
+        try:
+            run_turn(agent.session, line)
+        except Exception as exc:  # noqa: BLE001 - a bug must not end the session or lose it
+            from .logs import get_logger
+            from .turn import close_open_calls
+
+            get_logger("repl").error("turn_crashed", error=str(exc), exc_info=True)
+            close_open_calls(agent.session)
+            agent.ui.notice(f"mino: internal error in this turn: {type(exc).__name__}: {exc}. "
+                            "The session is saved; details are in the log under MINO_HOME/logs.")
 
 
 def handle_command(agent: Agent, text: str, read=_read) -> str | None:

@@ -90,7 +90,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
         session.ui.notice(f"Error: {exc}")
     except KeyboardInterrupt:
         ended = "interrupted"
-        _close_open_calls(session)
+        close_open_calls(session)
         session.ui.notice("Interrupted.")
     session.log.append({"type": "turn_end", "ended": ended, "requests": requests})
     session.log.sync()
@@ -101,7 +101,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
     return record
 
 
-def _close_open_calls(session: Session) -> None:
+def close_open_calls(session: Session) -> None:
     """Give every call in the log an output, so the next request is valid."""
     answered = {r.get("call_id") for r in session.log.records if r.get("type") == "function_call_output"}
     for record in list(session.log.records):
