@@ -13,7 +13,7 @@ _EXPORTS = {
     "hookimpl": "hookspecs", "Decision": "permissions", "PluginContext": "plugins",
     "InvalidArguments": "tools", "Preview": "tools", "Status": "tools", "Tool": "tools",
     "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
-    "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns",
+    "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns", "visible": "confirm",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -34,3 +34,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plugins import PluginContext
     from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolContext, ToolResult
     from .turns import ToolOutcome, TurnInfo, TurnRecord
+    from .confirm import visible

@@ -24,9 +24,21 @@ def _visible(ch: str) -> bool:
 
 
 def escape(value: str) -> str:
+    """A field value as shown between double quotes."""
+    return visible(value, quote=True)
+
+
+def visible(value: str, quote: bool = False) -> str:
+    """``value`` with every invisible or line-breaking character shown as an escape.
+
+    For anything from outside (a file name, a remembered line) printed to a terminal: such
+    text must not be able to forge or hide a line. ``quote`` also escapes double quotes.
+    """
     out = []
     for ch in value:
-        if ch in _NAMED:
+        if ch == '"' and not quote:
+            out.append(ch)
+        elif ch in _NAMED:
             out.append(_NAMED[ch])
         elif _visible(ch):
             out.append(ch)

@@ -4,9 +4,10 @@ from __future__ import annotations
 import sys
 
 import click
+from mino_core import visible
 
 from . import store
-from .names import INDEX_MAX_BYTES, INDEX_MAX_ENTRIES, name_problem, visible
+from .names import INDEX_MAX_BYTES, INDEX_MAX_ENTRIES, name_problem
 
 
 def add_commands(group: click.Group, context) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 
 TYPES = ("user", "feedback", "project", "reference")
 NAME_MAX = 64
@@ -64,26 +63,3 @@ def details_problem(details: object) -> str | None:
 
 def _has_surrogates(text: str) -> bool:
     return _SURROGATE.search(text) is not None
-
-
-def visible(text: str) -> str:
-    """``text`` with every invisible or line-breaking character shown as an escape.
-
-    File names come from the disk and go to a terminal: a name holding a newline or an
-    escape sequence must not be able to forge or hide a line of the notice.
-    """
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == " " or unicodedata.category(ch)[0] not in "CZ":
-            out.append(ch)
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return "".join(out)

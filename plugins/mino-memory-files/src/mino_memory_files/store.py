@@ -288,7 +288,7 @@ def render(memories: list[Memory]) -> str:
 
 def notice(directory: Path, problems: list[Problem], limit: int = 50) -> str:
     """The stderr notice listing skipped files (at most ``limit`` lines of them)."""
-    from .names import visible
+    from mino_core import visible
 
     lines = [f"Some memories in {visible(str(directory))} were not loaded:"]
     lines += [f"  {visible(p.file)}: {visible(p.reason)}" for p in problems[:limit]]
