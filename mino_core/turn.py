@@ -95,6 +95,8 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
     session.log.append({"type": "turn_end", "ended": ended, "requests": requests})
     session.log.sync()
     record = TurnRecord(info=info, requests=requests, outcomes=outcomes, answer=answer, ended=ended)
+    log.info("turn_end", session=session.id, turn=info.number, ended=ended, requests=requests,
+             tools=[f"{o.call.name}:{o.result.status.value}" for o in outcomes])
     session.host.notify("after_turn", turn=record)
     for message in session.host.drain_errors():
         session.notice(message)

@@ -28,12 +28,16 @@ class UI:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self._in_text = False
+        self._in_reasoning = False
 
     def _write(self, text: str) -> None:
         self.out.write(text)
         self.out.flush()
 
     def assistant_start(self) -> None:
+        if self._in_reasoning:
+            self._write("\n")
+            self._in_reasoning = False
         self._write("\nAssistant> ")
         self._in_text = True
 
@@ -41,12 +45,16 @@ class UI:
         self._write(delta)
 
     def reasoning_delta(self, delta: str) -> None:
+        if not self._in_reasoning:
+            self.end_text()
+            self._write("\n(thinking) ")
+            self._in_reasoning = True
         self._write(delta)
 
     def end_text(self) -> None:
-        if self._in_text:
+        if self._in_text or self._in_reasoning:
             self._write("\n")
-            self._in_text = False
+            self._in_text = self._in_reasoning = False
 
     def tool_call(self, name: str) -> None:
         self.end_text()

@@ -189,3 +189,12 @@ def test_torn_last_line_is_skipped_with_a_notice(harness, scripted_server):
     assert any(line.endswith('"cont') for line in lines)
     for line in lines[lines.index(next(l for l in lines if l.endswith('"cont'))) + 1:]:
         json.loads(line)
+
+
+def test_reasoning_summary_streams_before_the_answer_and_logs_are_written(harness, scripted_server, mino_home):
+    h = harness()
+    scripted_server.add({"reasoning": "Checking the facts.", "text": "Paris."})
+    h.turn("capital of France?")
+    assert "(thinking) Checking the facts.\n\nAssistant> Paris." in h.transcript
+    log = (mino_home / "logs" / "mino.log").read_text()
+    assert '"event": "turn_end"' in log and '"ended": "answer"' in log
