@@ -364,3 +364,89 @@ def test_engine_keeps_hybrid_current():
     assert hits[0] == a and b in hits  # neighbour turn via the session cluster
     g.apply("DeleteNode", {"node": b, "hard": False, "at": g.clock + 1})
     assert b not in [h.node for h in eng.search("Biscuit puppy", 5).hits]
+
+
+# ------------------------------------------------- edge changes, derived cache (through Store)
+def _conv_store(path, **kw):
+    from mino_memory_graph.store import Store
+
+    s = Store.open(path, fsync=False, **kw)
+    turns = {}
+    with s.write() as r:
+        for sess in (1, 2):
+            ep = r.episode(f"session {sess}")
+            for i, (who, text) in enumerate((("Ann", "did you name the puppy yet"),
+                                             ("Bob", "we call him Biscuit"),
+                                             ("Ann", "pottery classes started last week"))):
+                nid = r.create_node("Aspect", f"turn {sess}.{i}")
+                r.add_fact(nid, "speaker", who)
+                r.add_fact(nid, "text", f"{text} {sess}")
+                turns[(sess, i)] = (nid, r.link(nid, ep, "PartOf"), ep)
+    return s, turns
+
+
+def _scores(store, q="puppy name Biscuit pottery", k=20):
+    return {h.node: h.score for h in store.search(q, k, refresh=False).hits}
+
+
+def _fresh(path):
+    from mino_memory_graph.store import Store
+
+    return Store.open(path, use_cache=False, fsync=False)
+
+
+def test_edges_that_die_reach_the_hybrid_clusters(tmp_path):
+    p = tmp_path / "journal.jsonl"
+    s, turns = _conv_store(p)
+    idx = s.scorer.index
+    (a, ea, ep1), (b, eb, _), (c, _, _) = turns[(1, 0)], turns[(1, 1)], turns[(1, 2)]
+    s.search("puppy")
+    assert idx.parent_of(a) == ep1 and idx.parent_of(b) == ep1
+    with s.write() as r:
+        r.unlink(ea)
+    s.search("puppy")
+    assert idx.parent_of(a) is None and idx.parent_of(b) == ep1
+    assert _scores(s) == _scores(_fresh(p))
+    with s.write() as r:
+        r.reweight(eb, -1.0)  # weight 0: dead
+    s.search("puppy")
+    assert idx.parent_of(b) is None
+    assert _scores(s) == _scores(_fresh(p))
+    with s.write() as r:
+        r.record_outcome(eb, True)  # alive again
+    s.search("puppy")
+    assert idx.parent_of(b) == ep1
+    with s.write() as r:
+        r.delete(ep1)  # the parent is gone: its cluster no longer groups
+    s.search("puppy")
+    assert idx.parent_of(c) is None and idx.parent_of(b) is None
+    assert _scores(s) == _scores(_fresh(p))
+
+
+def test_hybrid_state_round_trips_through_the_cache(tmp_path):
+    p = tmp_path / "journal.jsonl"
+    s, turns = _conv_store(p)
+    s.search("warm")
+    s.save_cache()
+    c = type(s).open(p, fsync=False)
+    assert c.loaded_from_cache and c.scorer.name.startswith("hybrid-v1")
+    for q in ("puppy name Biscuit pottery", "When did pottery start?", "what did Bob say"):
+        assert _scores(c, q) == _scores(s, q) == _scores(_fresh(p), q)
+    # the loaded (frozen) index keeps changing correctly
+    (a, ea, ep1), (b, eb, _) = turns[(1, 0)], turns[(1, 1)]
+    with c.write() as r:
+        r.fact(a, "text", "the puppy is called Biscuit now")
+        r.unlink(eb)
+        n = r.create_node("Aspect", "turn 2.9")
+        r.add_fact(n, "text", "pottery again")
+        r.link(n, turns[(2, 0)][2], "PartOf")
+        r.delete(turns[(2, 1)][0], hard=True)
+    for q in ("puppy name Biscuit pottery", "pottery again", "Biscuit"):
+        assert _scores(c, q) == _scores(_fresh(p), q)
+    c.save_cache()
+    c2 = type(s).open(p, fsync=False)
+    assert c2.loaded_from_cache
+    assert _scores(c2) == _scores(_fresh(p))
+    # a cache written by one scorer is not used as the other's vectors
+    m = type(s).open(p, fsync=False, scorer="mnemo")
+    assert _scores(m) == _scores(type(s).open(p, fsync=False, use_cache=False, scorer="mnemo"))

@@ -31,7 +31,38 @@ def test_memeval_pins_through_a_journal(tmp_path):
     from mino_memory_graph import ops
     p = tmp_path / "journal.jsonl"
     p.write_bytes(b"".join(ops.encode(*op) for op in corpus_ops()))
-    s = Store.open(p)
+    s = Store.open(p, scorer="mnemo")
+    assert s.scorer.name == "mnemo-cosine/hashing-v1"
     res = evaluate(lambda q: [h.node for h in s.search(q, 5, kind="aspect").hits],
                    lambda i: s.graph.nodes[i].label)
     assert (res["hits_at_1"], res["hits_at_3"]) == (16, 17)
+    assert abs(res["mrr"] - 0.7427) < 5e-5
+
+
+def test_memeval_default_scorer_is_hybrid_and_not_worse(tmp_path):
+    """The default (hybrid-v1) on Mnemo's own gate: no worse than the pins above."""
+    from mino_memory_graph import ops
+    p = tmp_path / "journal.jsonl"
+    p.write_bytes(b"".join(ops.encode(*op) for op in corpus_ops()))
+    s = Store.open(p)
+    assert s.scorer.name.startswith("hybrid-v1")
+    res = evaluate(lambda q: [h.node for h in s.search(q, 5, kind="aspect").hits],
+                   lambda i: s.graph.nodes[i].label)
+    assert res["hits_at_1"] >= 16 and res["hits_at_3"] >= 17 and res["mrr"] >= 0.7427 - 5e-5
+
+
+def test_scorer_from_config_name_and_factory(tmp_path):
+    from mino_memory_graph.hybrid import HybridScorer
+    from mino_memory_graph.recall import MnemoScorer
+
+    p = tmp_path / "journal.jsonl"
+    cfg = {"memory": {"graph": {"scorer": "mnemo"}}}
+    assert isinstance(Store.open(p, config=cfg).scorer, MnemoScorer)
+    assert isinstance(Store.open(p).scorer, HybridScorer)
+    assert isinstance(Store.open(p, scorer=HybridScorer).scorer, HybridScorer)
+    made = []
+    s = Store.open(p, scorer=lambda g: made.append(g) or MnemoScorer())
+    assert isinstance(s.scorer, MnemoScorer) and made == [s.graph]
+    import pytest
+    with pytest.raises(ValueError):
+        Store.open(p, scorer="no-such-scorer")

@@ -27,7 +27,7 @@ from pathlib import Path
 from .model import EXPANSION_KINDS, Edge, Fact, Graph, Node, PROJECT_PREFIX
 
 MAGIC = b"MNEMOGC\x00"
-FORMAT = 1
+FORMAT = 2
 WINDOW = 64 * 1024
 
 
@@ -89,39 +89,86 @@ def graph_from_snapshot(snap) -> Graph:
     return g
 
 
-def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
-    """Write the cache for the state at journal ``offset``; returns bytes written."""
+ALIGN = 64
+
+
+def _flatten(obj, arrays: list):
+    """Replace numpy arrays in a state (dicts, lists, plain values) by ``{"__nd__": i}``."""
     import numpy as np
 
+    if isinstance(obj, np.ndarray):
+        arrays.append(np.ascontiguousarray(obj))
+        return {"__nd__": len(arrays) - 1}
+    if isinstance(obj, dict):
+        return {k: _flatten(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and obj and any(isinstance(x, (dict, list, tuple))
+                                                      or hasattr(x, "dtype") for x in obj[:1]):
+        return [_flatten(v, arrays) for v in obj]
+    return obj
+
+
+def _unflatten(obj, arrays: list):
+    if isinstance(obj, dict):
+        if len(obj) == 1 and "__nd__" in obj:
+            return arrays[obj["__nd__"]]
+        return {k: _unflatten(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list) and obj and isinstance(obj[0], (dict, list)):
+        return [_unflatten(v, arrays) for v in obj]
+    return obj
+
+
+def _engine_state(engine) -> dict:
+    n = engine.n
+    return {"ids": engine.ids[:n], "kind": engine.kind[:n], "area": engine.area[:n],
+            "votes": engine.votes[:n], "live": engine.live[:n], "texts": list(engine.texts[:n])}
+
+
+def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
+    """Write the cache for the state at journal ``offset``; returns bytes written."""
     engine.sync()
     n = engine.n
-    gblob = marshal.dumps(graph_snapshot(graph))
-    eblob = marshal.dumps({
-        "ids": engine.ids[:n].tobytes(), "kind": engine.kind[:n].tobytes(),
-        "area": engine.area[:n].tobytes(), "votes": engine.votes[:n].tobytes(),
-        "live": engine.live[:n].tobytes(), "texts": list(engine.texts[:n]),
-    })
-    st = engine.scorer.state(n) if hasattr(engine.scorer, "state") else None
-    vblob = b""
-    vmeta = None
-    if st is not None:
-        mt = np.ascontiguousarray(st["mt"], dtype=np.float32)
-        vblob = mt.tobytes()
-        vmeta = {"name": st["name"], "dim": int(st["dim"]), "shape": list(mt.shape)}
+    scorer = engine.scorer
+    st = scorer.state(n) if hasattr(scorer, "state") else None
+    arrays: list = []
+    blobs = {
+        "graph": marshal.dumps(graph_snapshot(graph)),
+        "engine": marshal.dumps(_flatten(_engine_state(engine), arrays)),
+        "state": marshal.dumps(_flatten(st, arrays)),
+    }
+    parts: list = []
+    pos = 0
+
+    def place(b) -> list:
+        nonlocal pos
+        pad = (-pos) % ALIGN if len(b) else 0  # no padding after the last bytes
+        if pad:
+            parts.append(b"\0" * pad)
+            pos += pad
+        mv = memoryview(b).cast("B")
+        parts.append(mv)
+        rec = [pos, mv.nbytes, zlib.crc32(mv)]
+        pos += mv.nbytes
+        return rec
+
+    sections = {name: place(b) for name, b in blobs.items()}
+    arecs = []
+    for arr in arrays:
+        rec = place(arr.reshape(-1).view("B") if arr.size else b"")
+        arecs.append(rec + [arr.dtype.str, list(arr.shape)])
     header = {
         "format": FORMAT, "marks": journal_marks(journal, offset), "rows": n,
-        "scorer": getattr(engine.scorer, "name", ""), "vectors": vmeta,
-        "sections": [[len(b), zlib.crc32(b)] for b in (gblob, eblob, vblob)],
+        "scorer": getattr(scorer, "name", ""), "sections": sections, "arrays": arecs,
     }
     hb = json.dumps(header).encode()
+    pre = MAGIC + struct.pack("<I", len(hb)) + hb
+    pre += b"\0" * ((-len(pre)) % ALIGN)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(MAGIC + struct.pack("<I", len(hb)) + hb)
-            fh.write(gblob)
-            fh.write(eblob)
-            fh.write(vblob)
+            fh.write(pre)
+            for part in parts:
+                fh.write(part)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -129,7 +176,7 @@ def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
         except OSError:
             pass
         raise
-    return 12 + len(hb) + len(gblob) + len(eblob) + len(vblob)
+    return len(pre) + pos
 
 
 class CacheInvalid(Exception):
@@ -145,7 +192,8 @@ def read_header(path: Path):
         header = json.loads(fh.read(hl))
     if header.get("format") != FORMAT:
         raise CacheInvalid(f"cache format {header.get('format')} (want {FORMAT})")
-    return header, 12 + hl
+    start = 12 + hl
+    return header, start + (-start) % ALIGN
 
 
 def validate_marks(header: dict, journal) -> None:
@@ -157,7 +205,7 @@ def validate_marks(header: dict, journal) -> None:
         raise CacheInvalid("journal content differs from when the cache was taken")
 
 
-def load(path: Path, journal, engine_factory, scorer_name: str):
+def load(path: Path, journal, engine_factory, scorer_name: str = ""):
     """Return ``(graph, engine, offset)`` from a valid cache, else raise CacheInvalid."""
     # Millions of acyclic objects: the cyclic collector would run for nothing.
     enabled = gc.isenabled()
@@ -169,43 +217,61 @@ def load(path: Path, journal, engine_factory, scorer_name: str):
             gc.enable()
 
 
+def _read_sections(path: Path, header: dict, start: int):
+    """The whole file once; every section and array checked against its CRC-32."""
+    import numpy as np
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    mv = memoryview(data)
+    body = mv[start:]
+
+    def get(rec):
+        off, size, crc = rec[0], rec[1], rec[2]
+        b = body[off: off + size]
+        if len(b) != size or zlib.crc32(b) != crc:
+            raise CacheInvalid("cache section damaged")
+        return b
+
+    sections = {name: get(rec) for name, rec in header["sections"].items()}
+    arrays = []
+    for rec in header["arrays"]:
+        b = get(rec)
+        dt = np.dtype(rec[3])
+        arrays.append(np.frombuffer(b, dtype=dt).reshape(rec[4]) if rec[1]
+                      else np.zeros(rec[4], dtype=dt))
+    return sections, arrays
+
+
 def _load(path: Path, journal, engine_factory, scorer_name: str):
     import numpy as np
 
     try:
         header, start = read_header(path)
         validate_marks(header, journal)
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            blobs = []
-            for size, crc in header["sections"]:
-                b = fh.read(size)
-                if len(b) != size or zlib.crc32(b) != crc:
-                    raise CacheInvalid("cache section damaged")
-                blobs.append(b)
-        gblob, eblob, vblob = blobs
-        graph = graph_from_snapshot(marshal.loads(gblob))
-        est = marshal.loads(eblob)
+        sections, arrays = _read_sections(path, header, start)
+        graph = graph_from_snapshot(marshal.loads(sections["graph"]))
+        est = _unflatten(marshal.loads(sections["engine"]), arrays)
         engine = engine_factory(graph)
         n = header["rows"]
         engine._grow(n)
         engine.n = n
-        engine.ids[:n] = np.frombuffer(est["ids"], dtype=np.int64)
-        engine.kind[:n] = np.frombuffer(est["kind"], dtype=np.int8)
-        engine.area[:n] = np.frombuffer(est["area"], dtype=np.int8)
-        engine.votes[:n] = np.frombuffer(est["votes"], dtype=np.float32)
-        engine.live[:n] = np.frombuffer(est["live"], dtype=bool)
+        engine.ids[:n] = est["ids"]
+        engine.kind[:n] = est["kind"]
+        engine.area[:n] = est["area"]
+        engine.votes[:n] = est["votes"]
+        engine.live[:n] = est["live"]
         engine.texts = list(est["texts"])
         engine.row_of = dict(zip(engine.ids[:n].tolist(), range(n)))
         engine.voted = int(np.count_nonzero(engine.votes[:n]))
         engine.primed = True
-        vm = header.get("vectors")
+        st = _unflatten(marshal.loads(sections["state"]), arrays)
         ok = False
-        if vm is not None and hasattr(engine.scorer, "load_state"):
-            mt = np.frombuffer(vblob, dtype=np.float32).reshape(vm["shape"])
-            ok = engine.scorer.load_state({"name": vm["name"], "dim": vm["dim"], "mt": mt}, n)
+        if st is not None and hasattr(engine.scorer, "load_state"):
+            ok = engine.scorer.load_state(st, n)
         if not ok:
             # another scorer (or none saved): the graph is still good; re-index its text
+            engine.scorer = engine_factory(graph).scorer
             rows = [r for r in range(n) if engine.live[r]]
             add_many = getattr(engine.scorer, "add_many", None)
             ids = [int(engine.ids[r]) for r in rows]
@@ -216,6 +282,7 @@ def _load(path: Path, journal, engine_factory, scorer_name: str):
                 for r, i, t in zip(rows, ids, texts):
                     engine.scorer.add(r, i, t)
         graph.dirty.clear()
+        graph.edge_dirty.clear()
         return graph, engine, header["marks"]["offset"]
     except CacheInvalid:
         raise

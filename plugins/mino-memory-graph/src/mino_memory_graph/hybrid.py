@@ -143,23 +143,52 @@ class HybridParams:
     temporal: float = 0.3
 
 
-class _Postings:
-    """term -> {row: tf}, with numpy views built lazily for the terms a query touches."""
+_BASE = object()  # "not materialised yet: read it from the loaded state"
 
-    __slots__ = ("terms", "_arrays")
+
+class _Postings:
+    """term -> {row: tf}, with numpy views built lazily for the terms a query touches.
+
+    After ``load`` the postings sit in frozen CSC arrays (one slice per term); a term's
+    dict is materialised only when a mutation touches it, and a query reads the frozen
+    slice directly.
+    """
+
+    __slots__ = ("terms", "_arrays", "_base", "_base_ix")
 
     def __init__(self) -> None:
         self.terms: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._base: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._base_ix: dict[str, int] = {}
+
+    def load(self, vocab: Sequence[str], ptr: np.ndarray, rows: np.ndarray, tfs: np.ndarray) -> None:
+        self.terms = {}
+        self._arrays = {}
+        self._base = (ptr, rows.astype(np.int64), tfs.astype(np.float64))
+        nz = np.flatnonzero(np.diff(ptr)).tolist()
+        self._base_ix = dict(zip([vocab[i] for i in nz], nz))
+
+    def _plist(self, term: str, create: bool) -> dict[int, int] | None:
+        plist = self.terms.get(term)
+        if plist is None:
+            i = self._base_ix.pop(term, None)
+            if i is not None:
+                ptr, rows, tfs = self._base
+                a, b = int(ptr[i]), int(ptr[i + 1])
+                plist = self.terms[term] = dict(zip(rows[a:b].tolist(), tfs[a:b].astype(np.int64).tolist()))
+            elif create:
+                plist = self.terms[term] = {}
+        return plist
 
     def add(self, row: int, counts: Mapping[str, int]) -> None:
         for term, tf in counts.items():
-            self.terms.setdefault(term, {})[row] = tf
+            self._plist(term, True)[row] = tf
             self._arrays.pop(term, None)
 
     def sub(self, row: int, terms: Iterable[str]) -> None:
         for term in terms:
-            plist = self.terms.get(term)
+            plist = self._plist(term, False)
             if plist is None:
                 continue
             plist.pop(row, None)
@@ -169,18 +198,36 @@ class _Postings:
 
     def df(self, term: str) -> int:
         plist = self.terms.get(term)
-        return len(plist) if plist else 0
+        if plist is not None:
+            return len(plist)
+        i = self._base_ix.get(term)
+        return 0 if i is None else int(self._base[0][i + 1] - self._base[0][i])
 
     def arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         got = self._arrays.get(term)
         if got is None:
             plist = self.terms.get(term)
-            if not plist:
-                return None
-            rows = np.fromiter(plist.keys(), dtype=np.int64, count=len(plist))
-            tfs = np.fromiter(plist.values(), dtype=np.float64, count=len(plist))
+            if plist:
+                rows = np.fromiter(plist.keys(), dtype=np.int64, count=len(plist))
+                tfs = np.fromiter(plist.values(), dtype=np.float64, count=len(plist))
+            else:
+                i = self._base_ix.get(term)
+                if i is None:
+                    return None
+                ptr, brows, btfs = self._base
+                a, b = int(ptr[i]), int(ptr[i + 1])
+                rows, tfs = brows[a:b], btfs[a:b]
             got = self._arrays[term] = (rows, tfs)
         return got
+
+
+def _csr_to_csc(ptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_cols: int):
+    """Transpose a CSR (rows -> (col, val)) into CSC (col -> (row, val)), rows ascending."""
+    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+    order = np.argsort(cols, kind="stable")
+    cptr = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n_cols), out=cptr[1:])
+    return cptr, rows[order], vals[order]
 
 
 def _bm25(post: _Postings, terms: Iterable[str], n_docs: int, lengths: np.ndarray,
@@ -206,14 +253,29 @@ class HybridIndex:
     ``embed`` is the hashing-v1 embedder (text -> unit vector); when given,
     nodes upserted without a ``vector`` are embedded with it and queries are
     embedded with it.  Without it, the hashing signal uses only vectors passed
-    in explicitly (and ``query_vector`` at query time).
+    in explicitly (and ``query_vector`` at query time).  ``dim=0`` keeps no
+    vectors at all: the caller passes the hashing cosine per row to ``scores``
+    (``hashing=``), as ``HybridScorer`` does from Mnemo's own vector matrix.
+
+    Rows: by default the index allocates rows itself and reuses freed ones.  With
+    ``reuse_rows=False`` the caller names each node's row (``upsert(..., row=)``),
+    e.g. the recall engine's row, so scores need no re-mapping.
+
+    ``state()`` / ``load_state()`` save and restore the whole index as numpy arrays
+    and plain values (the derived cache); a loaded index keeps its term counts,
+    postings and cluster members in frozen arrays and materialises a node's or a
+    term's Python dict only when a later change touches it.
     """
 
+    STATE_FORMAT = 1
+
     def __init__(self, params: HybridParams | None = None, *,
-                 embed: Callable[[str], np.ndarray] | None = None, dim: int = 256) -> None:
+                 embed: Callable[[str], np.ndarray] | None = None, dim: int = 256,
+                 reuse_rows: bool = True) -> None:
         self.params = params or HybridParams()
         self.embed = embed
         self.dim = dim
+        self.reuse_rows = reuse_rows
         self._row_of: dict[int, int] = {}
         self._cap = 0
         self._n = 0  # rows ever allocated (rows are not reused)
@@ -227,14 +289,17 @@ class HybridIndex:
         self._ent = np.zeros(0, dtype=np.int64)  # entity index, -1 for none
         self._temporal = np.zeros(0, dtype=bool)
         self._vec = np.zeros((0, dim), dtype=np.float32)
-        self._counts: list[dict[str, int] | None] = []
+        self._counts: list = []  # per row: {term: tf}, None (dead) or _BASE
+        self._counts_base = None  # (ptr, term ids, tfs, vocab) after load_state
         self._live = 0
         self._total_len = 0.0
         self._post = _Postings()
         # clusters (PartOf parents)
         self._cluster_of_parent: dict[int, int] = {}
-        self._cluster_members: list[list[tuple[int, int]]] = []  # sorted (node_id, row)
-        self._cluster_counts: list[dict[str, int]] = []
+        self._cluster_members: list = []  # per cluster: sorted [(node_id, row)] or _BASE
+        self._members_base = None
+        self._cluster_counts: list = []  # per cluster: {term: tf} or _BASE
+        self._ccounts_base = None
         self._cluster_len: list[float] = []
         self._cpost = _Postings()
         self._clusters_live = 0
@@ -252,12 +317,12 @@ class HybridIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._row_of
 
-    def _grow(self) -> None:
-        cap = max(64, self._cap * 2)
+    def _grow(self, need: int = 0) -> None:
+        cap = max(64, self._cap * 2, need)
 
         def grown(arr: np.ndarray, fill) -> np.ndarray:
             new = np.full((cap,) + arr.shape[1:], fill, dtype=arr.dtype)
-            new[: self._cap] = arr
+            new[: self._cap] = arr[: self._cap]
             return new
 
         self._ids = grown(self._ids, -1)
@@ -271,13 +336,49 @@ class HybridIndex:
         self._vec = grown(self._vec, 0.0)
         self._cap = cap
 
+    # ---------------------------------------------------- lazily loaded parts
+    def _row_counts(self, row: int) -> dict[str, int]:
+        c = self._counts[row]
+        if c is _BASE:
+            ptr, tids, tfs, vocab = self._counts_base
+            a, b = int(ptr[row]), int(ptr[row + 1])
+            c = self._counts[row] = dict(zip([vocab[i] for i in tids[a:b].tolist()], tfs[a:b].tolist()))
+        return c or {}
+
+    def _members(self, cid: int) -> list[tuple[int, int]]:
+        m = self._cluster_members[cid]
+        if m is _BASE:
+            ptr, ids, rows = self._members_base
+            a, b = int(ptr[cid]), int(ptr[cid + 1])
+            m = self._cluster_members[cid] = list(zip(ids[a:b].tolist(), rows[a:b].tolist()))
+        return m
+
+    def _ccounts(self, cid: int) -> dict[str, int]:
+        c = self._cluster_counts[cid]
+        if c is _BASE:
+            ptr, tids, tfs, vocab = self._ccounts_base
+            a, b = int(ptr[cid]), int(ptr[cid + 1])
+            c = self._cluster_counts[cid] = dict(zip([vocab[i] for i in tids[a:b].tolist()], tfs[a:b].tolist()))
+        return c
+
     # ------------------------------------------------------------ mutation
     def upsert(self, node_id: int, text: str, *, vector: np.ndarray | Sequence[float] | None = None,
-               parent: int | None = None, entity: str | None = None) -> None:
-        """Add node ``node_id`` or replace its text, vector, parent and entity."""
+               parent: int | None = None, entity: str | None = None, row: int | None = None) -> None:
+        """Add node ``node_id`` or replace its text, vector, parent and entity.
+
+        ``row`` (only with ``reuse_rows=False``) names the row to use.
+        """
         if node_id in self._row_of:
             self.remove(node_id)
-        if self._free:
+        if row is not None:
+            if self.reuse_rows:
+                raise ValueError("row= needs an index made with reuse_rows=False")
+            if row >= self._cap:
+                self._grow(row + 1)
+            while self._n <= row:
+                self._counts.append(None)
+                self._n += 1
+        elif self._free:
             row = self._free.pop()
         else:
             if self._n == self._cap:
@@ -301,12 +402,13 @@ class HybridIndex:
         self._live += 1
         self._total_len += len(toks)
         self._post.add(row, counts)
-        if vector is None and self.embed is not None:
-            vector = self.embed(text)
-        if vector is not None and len(vector) == self.dim:
-            self._vec[row] = np.asarray(vector, dtype=np.float32)
-        else:
-            self._vec[row] = 0.0
+        if self.dim:
+            if vector is None and self.embed is not None:
+                vector = self.embed(text)
+            if vector is not None and len(vector) == self.dim:
+                self._vec[row] = np.asarray(vector, dtype=np.float32)
+            else:
+                self._vec[row] = 0.0
         self._ent[row] = self._entity_ref(entity) if entity else -1
         if parent is not None:
             self._attach(node_id, row, parent)
@@ -317,20 +419,22 @@ class HybridIndex:
         if row is None:
             return
         self._detach(node_id, row)
-        counts = self._counts[row] or {}
+        counts = self._row_counts(row)
         self._post.sub(row, counts)
         self._counts[row] = None
         self._live -= 1
         self._total_len -= self._len[row]
         self._alive[row] = False
         self._len[row] = 0.0
-        self._vec[row] = 0.0
+        if self.dim:
+            self._vec[row] = 0.0
         ent = int(self._ent[row])
         if ent >= 0:
             self._entity_refs[ent] -= 1
         self._ent[row] = -1
         self._temporal[row] = False
-        self._free.append(row)
+        if self.reuse_rows:
+            self._free.append(row)
 
     def set_parent(self, node_id: int, parent: int | None) -> None:
         """Move a node into the cluster of ``parent`` (a PartOf edge), or out of any."""
@@ -342,6 +446,9 @@ class HybridIndex:
         self._detach(node_id, row)
         if parent is not None:
             self._attach(node_id, row, parent)
+
+    def parent_of(self, node_id: int) -> int | None:
+        return self._parent_of.get(node_id)
 
     def _entity_ref(self, entity: str) -> int:
         key = " ".join(_WORD.findall(entity.lower()))
@@ -362,7 +469,7 @@ class HybridIndex:
             self._cluster_members.append([])
             self._cluster_counts.append({})
             self._cluster_len.append(0.0)
-        members = self._cluster_members[cid]
+        members = self._members(cid)
         pos = bisect.bisect_left(members, (node_id, row))
         members.insert(pos, (node_id, row))
         self._relink(members, pos)
@@ -370,10 +477,11 @@ class HybridIndex:
         self._cid[row] = cid
         if len(members) == 1:
             self._clusters_live += 1
-        ccounts = self._cluster_counts[cid]
-        for term, tf in (self._counts[row] or {}).items():
+        ccounts = self._ccounts(cid)
+        rcounts = self._row_counts(row)
+        for term, tf in rcounts.items():
             ccounts[term] = ccounts.get(term, 0) + tf
-        self._cpost.add(cid, {t: ccounts[t] for t in (self._counts[row] or {})})
+        self._cpost.add(cid, {t: ccounts[t] for t in rcounts})
         self._cluster_len[cid] += self._len[row]
         self._cluster_total_len += self._len[row]
 
@@ -382,7 +490,7 @@ class HybridIndex:
         if parent is None:
             return
         cid = self._cluster_of_parent[parent]
-        members = self._cluster_members[cid]
+        members = self._members(cid)
         pos = bisect.bisect_left(members, (node_id, row))
         del members[pos]
         self._prev[row] = row
@@ -394,10 +502,10 @@ class HybridIndex:
         else:
             self._clusters_live -= 1
         self._cid[row] = -1
-        ccounts = self._cluster_counts[cid]
+        ccounts = self._ccounts(cid)
         changed: dict[str, int] = {}
         gone: list[str] = []
-        for term, tf in (self._counts[row] or {}).items():
+        for term, tf in self._row_counts(row).items():
             left = ccounts.get(term, 0) - tf
             if left > 0:
                 ccounts[term] = changed[term] = left
@@ -416,6 +524,111 @@ class HybridIndex:
                 r = members[i][1]
                 self._prev[r] = members[i - 1][1] if i > 0 else r
                 self._next[r] = members[i + 1][1] if i + 1 < len(members) else r
+
+    # ------------------------------------------------------------ derived cache
+    def state(self) -> dict:
+        """The whole index as numpy arrays and plain values (see ``load_state``)."""
+        n = self._n
+        vocab_ix: dict[str, int] = {}
+
+        def csr(items: Iterable[dict[str, int] | None]):
+            ptr = [0]
+            tids: list[int] = []
+            tfs: list[int] = []
+            get = vocab_ix.get
+            for c in items:
+                if c:
+                    for t, tf in c.items():
+                        j = get(t)
+                        if j is None:
+                            j = vocab_ix[t] = len(vocab_ix)
+                        tids.append(j)
+                        tfs.append(tf)
+                ptr.append(len(tids))
+            return (np.asarray(ptr, dtype=np.int64), np.asarray(tids, dtype=np.int64),
+                    np.asarray(tfs, dtype=np.int64))
+
+        rptr, rterm, rtf = csr(self._row_counts(r) if self._counts[r] is not None else None
+                               for r in range(n))
+        n_cl = len(self._cluster_members)
+        cptr, cterm, ctf = csr(self._ccounts(c) for c in range(n_cl))
+        members = [self._members(c) for c in range(n_cl)]
+        mptr = np.zeros(n_cl + 1, dtype=np.int64)
+        np.cumsum([len(m) for m in members], out=mptr[1:])
+        vocab = list(vocab_ix)
+        parents = [0] * n_cl
+        for p, c in self._cluster_of_parent.items():
+            parents[c] = p
+        st = {
+            "format": self.STATE_FORMAT, "params": dict(self.params.__dict__), "dim": self.dim,
+            "reuse_rows": self.reuse_rows, "n": n, "free": list(self._free),
+            "live": self._live, "total_len": float(self._total_len),
+            "ids": self._ids[:n], "alive": self._alive[:n], "len": self._len[:n],
+            "cid": self._cid[:n], "prev": self._prev[:n], "next": self._next[:n],
+            "ent": self._ent[:n], "temporal": self._temporal[:n],
+            "vocab": "\n".join(vocab), "n_vocab": len(vocab),
+            "rptr": rptr, "rterm": rterm, "rtf": rtf,
+            "cluster_parents": parents, "cluster_len": np.asarray(self._cluster_len, dtype=np.float64),
+            "clusters_live": self._clusters_live, "cluster_total_len": float(self._cluster_total_len),
+            "cptr": cptr, "cterm": cterm, "ctf": ctf,
+            "mptr": mptr,
+            "mids": np.asarray([i for m in members for i, _ in m], dtype=np.int64),
+            "mrows": np.asarray([r for m in members for _, r in m], dtype=np.int64),
+            "entities": list(self._entity_index), "entity_refs": list(self._entity_refs),
+        }
+        # postings are the transposed counts; stored so that loading sorts nothing
+        st["pptr"], st["prows"], st["ptf"] = _csr_to_csc(rptr, rterm, rtf, len(vocab))
+        st["qptr"], st["qrows"], st["qtf"] = _csr_to_csc(cptr, cterm, ctf, len(vocab))
+        if self.dim:
+            st["vec"] = self._vec[:n]
+        return st
+
+    def load_state(self, st: Mapping) -> bool:
+        """Restore what ``state`` returned (arrays may be read-only views); False when
+        the state is of another format, parameters or vector size."""
+        if (st.get("format") != self.STATE_FORMAT or st.get("params") != dict(self.params.__dict__)
+                or st.get("dim") != self.dim or st.get("reuse_rows") != self.reuse_rows):
+            return False
+        n = int(st["n"])
+        self._cap = 0
+        self._grow(max(n, 64))
+        for name in ("ids", "alive", "len", "cid", "prev", "next", "ent", "temporal"):
+            getattr(self, "_" + name)[:n] = st[name]
+        if self.dim:
+            self._vec[:n] = st["vec"]
+        self._n = n
+        self._free = list(st["free"])
+        self._live = int(st["live"])
+        self._total_len = float(st["total_len"])
+        vocab = st["vocab"].split("\n") if st["n_vocab"] else []
+        alive = self._alive[:n]
+        self._counts = [_BASE] * n
+        for r in np.flatnonzero(~alive).tolist():
+            self._counts[r] = None
+        self._counts_base = (st["rptr"], st["rterm"], st["rtf"], vocab)
+        self._post.load(vocab, st["pptr"], st["prows"], st["ptf"])
+        parents = list(st["cluster_parents"])
+        n_cl = len(parents)
+        self._cluster_of_parent = dict(zip(parents, range(n_cl)))
+        self._cluster_members = [_BASE] * n_cl
+        self._members_base = (st["mptr"], st["mids"], st["mrows"])
+        self._cluster_counts = [_BASE] * n_cl
+        self._ccounts_base = (st["cptr"], st["cterm"], st["ctf"], vocab)
+        self._cluster_len = st["cluster_len"].tolist()
+        self._cpost.load(vocab, st["qptr"], st["qrows"], st["qtf"])
+        self._clusters_live = int(st["clusters_live"])
+        self._cluster_total_len = float(st["cluster_total_len"])
+        live_rows = np.flatnonzero(alive)
+        ids = self._ids[live_rows].tolist()
+        self._row_of = dict(zip(ids, live_rows.tolist()))
+        cids = self._cid[live_rows]
+        inc = cids >= 0
+        pc = np.asarray(parents, dtype=object)[cids[inc]].tolist() if n_cl else []
+        self._parent_of = dict(zip(self._ids[live_rows[inc]].tolist(), pc))
+        self._entity_index = {k: i for i, k in enumerate(st["entities"])}
+        self._entity_tokens = [tuple(k.split()) for k in st["entities"]]
+        self._entity_refs = list(st["entity_refs"])
+        return True
 
     # --------------------------------------------------------------- query
     def signals(self, query: str, *, query_vector: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -444,9 +657,9 @@ class HybridIndex:
             out["cluster"] = np.where(cid >= 0, cs[np.maximum(cid, 0)], 0.0)
         else:
             out["cluster"] = np.zeros(n)
-        if query_vector is None and self.embed is not None and p.hashing:
+        if query_vector is None and self.embed is not None and p.hashing and self.dim:
             query_vector = self.embed(query)
-        if query_vector is not None and len(query_vector) == self.dim:
+        if query_vector is not None and self.dim and len(query_vector) == self.dim:
             out["hashing"] = self._vec[:n] @ np.asarray(query_vector, dtype=np.float32)
         else:
             out["hashing"] = np.zeros(n)
@@ -470,12 +683,14 @@ class HybridIndex:
             s = s * np.where(sig["temporal"], 1.0 + p.temporal, 1.0)
         return np.where(self._alive[: len(s)], s, 0.0)
 
-    def scores(self, query: str, *, query_vector: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, query: str, *, query_vector: np.ndarray | None = None,
+               hashing: np.ndarray | None = None) -> np.ndarray:
         """Final score of every row (dead rows score 0); equals ``combine(signals(...))``.
 
-        The fused path: one dense matrix-vector product for hashing-v1, the lexical
-        score accumulated from the query words' postings, neighbour boosts
-        scattered from the lexical hits only, one gather for the cluster score.
+        The fused path: one dense matrix-vector product for hashing-v1 (or the
+        caller's ``hashing`` cosine per row), the lexical score accumulated from the
+        query words' postings, neighbour boosts scattered from the lexical hits only,
+        one gather for the cluster score.
         """
         p = self.params
         n = self._n
@@ -483,7 +698,11 @@ class HybridIndex:
         if n == 0 or self._live == 0:
             return out
         denom = 1.0 + p.neighbour + p.cluster + p.hashing
-        if p.hashing:
+        if p.hashing and hashing is not None:
+            m = min(n, len(hashing))
+            out[:m] = np.where(self._alive[:m], hashing[:m], 0.0)
+            out *= p.hashing
+        elif p.hashing and self.dim:
             if query_vector is None and self.embed is not None:
                 query_vector = self.embed(query)
             if query_vector is not None and len(query_vector) == self.dim:
@@ -570,21 +789,25 @@ class HybridScorer:
     """hybrid-v1 behind the recall engine's ``Scorer`` interface (see ``recall``).
 
     The engine hands a scorer only (row, node id, text); the graph structure the
-    hybrid uses is read from ``graph`` when a node is added or updated:
+    hybrid uses is read from ``graph`` when a node is added, updated or touched:
 
-    - parent: the newest live PartOf edge from the node to a non-project node
+    - parent: the newest live PartOf edge from the node to a live non-project node
       (project PartOf edges are scope, not clusters);
     - entity: the node's active fact under one of ``ENTITY_KEYS``.
 
-    Edges created after their source node are picked up at the next ``scores``
-    call by scanning only edge ids not seen yet (edge ids only grow).  Edges that
-    die later (Unlink, weight to 0) are seen only when the node is re-synced;
-    ``touch(row, node_id)`` re-reads a node's structure for an engine that
-    reports such changes.
+    The engine calls ``touch(row, node_id)`` for every node an operation changed
+    without changing its text (an edge of it was linked, unlinked, reweighted or
+    had an outcome recorded, a neighbour was deleted), so edges that die reach the
+    clusters.  Edges created after their source node are also picked up at the
+    next ``scores`` call by scanning only edge ids not seen yet (edge ids only grow).
 
     Hashing-v1 cosine comes from an inner ``MnemoScorer`` (Mnemo's exact vectors,
-    also usable alone); the area weight and usefulness bias are applied after
-    the hybrid score exactly as Mnemo applies them to the cosine.
+    kept once, in the engine's row space; the index keeps no second copy); the area
+    weight and usefulness bias are applied after the hybrid score exactly as Mnemo
+    applies them to the cosine.  Index rows are the engine's rows.
+
+    ``state()`` / ``load_state()`` cover both the vectors and the whole index, so the
+    derived cache restores the scorer without re-tokenising any node.
     """
 
     name = SCORER_NAME
@@ -595,21 +818,28 @@ class HybridScorer:
         self.graph = graph
         self.mnemo = MnemoScorer(embedder)
         self.name = f"{SCORER_NAME}+{self.mnemo.name}"
-        self.index = HybridIndex(params, dim=self.mnemo.dim or 256)
-        self.row_of: dict[int, int] = {}  # node id -> engine row
+        self.index = HybridIndex(params, dim=0, reuse_rows=False)
         self._edges_seen = getattr(graph, "next_edge", 1)
-        self._erow = np.zeros(0, dtype=np.int64)  # index row -> engine row
+
+    @property
+    def row_of(self) -> dict[int, int]:
+        """node id -> row, for the nodes the index holds."""
+        return self.index._row_of
 
     # structure read from the graph
     def _parent(self, node_id: int) -> int | None:
         g = self.graph
         best = None
         now = g.clock
+        nodes = g.nodes
         for eid in g.adj.get(node_id, ()):
             e = g.edges[eid]
             if e.kind != "PartOf" or e.src != node_id or e.dst in g.projects:
                 continue
             if e.invalid_at is None and now >= e.valid_from and e.weight > 0.0:
+                p = nodes.get(e.dst)
+                if p is None or p.deleted:
+                    continue
                 if best is None or eid > best:
                     best = eid
         return g.edges[best].dst if best is not None else None
@@ -622,20 +852,11 @@ class HybridScorer:
         return None
 
     def _upsert(self, row: int, node_id: int, text: str | None) -> None:
-        self.row_of[node_id] = row
         node = self.graph.nodes.get(node_id)
         if node is None or text is None:
             self.index.remove(node_id)
             return
-        mt = self.mnemo.mt
-        vec = mt[:, row] if row < mt.shape[1] and mt.shape[0] == self.index.dim else None
-        self.index.upsert(node_id, text, vector=vec, parent=self._parent(node_id), entity=self._entity(node))
-        irow = self.index._row_of[node_id]
-        if irow >= len(self._erow):
-            grown = np.zeros(max(1024, 2 * len(self._erow), irow + 1), dtype=np.int64)
-            grown[: len(self._erow)] = self._erow
-            self._erow = grown
-        self._erow[irow] = row
+        self.index.upsert(node_id, text, parent=self._parent(node_id), entity=self._entity(node), row=row)
 
     # Scorer interface
     def add(self, row: int, node_id: int, text: str) -> None:
@@ -656,7 +877,7 @@ class HybridScorer:
             self._upsert(r, i, t)
 
     def touch(self, row: int, node_id: int) -> None:
-        """Re-read a node's parent and entity (an edge of it changed liveness)."""
+        """Re-read a node's parent (an edge of it or its parent changed liveness)."""
         if node_id in self.index:
             self.index.set_parent(node_id, self._parent(node_id))
 
@@ -676,17 +897,31 @@ class HybridScorer:
 
         self._scan_new_edges()
         n = query.n
-        raw = replace(query, area_weight=None, bias=None)
-        qv = self.mnemo.query_vector(raw)
-        hybrid = self.index.scores(query.expanded, query_vector=qv if qv is not None else np.zeros(0))
+        cos = self.mnemo.scores(replace(query, area_weight=None, bias=None))
+        hybrid = self.index.scores(query.expanded, hashing=cos)
         out = np.zeros(n, dtype=np.float32)
-        m = self.index._n
-        alive = self.index._alive[:m]
-        rows = self._erow[:m][alive]
-        keep = rows < n
-        out[rows[keep]] = hybrid[:m][alive][keep]
+        m = min(n, len(hybrid))
+        out[:m] = hybrid[:m]
         if query.area_weight is not None:
             out *= query.area_weight
         if query.bias is not None:
             out += query.bias
         return out
+
+    # derived cache
+    def state(self, n: int) -> dict:
+        return {"name": self.name, "mnemo": self.mnemo.state(n), "index": self.index.state(),
+                "edges_seen": self._edges_seen}
+
+    def load_state(self, st: Mapping, n: int) -> bool:
+        if st.get("name") != self.name or "index" not in st:
+            return False
+        if not self.mnemo.load_state(st["mnemo"], n):
+            return False
+        if not self.index.load_state(st["index"]):
+            return False
+        self._edges_seen = int(st["edges_seen"])
+        return True
+
+    def release(self) -> None:
+        pass

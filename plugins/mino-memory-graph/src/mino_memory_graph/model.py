@@ -244,6 +244,15 @@ class Graph:
         hard = b["hard"]
         n.deleted = True
         n.log.append((b["at"], "deleted", "hard=true" if hard else "hard=false"))
+        # its edges no longer lead anywhere: both ends changed for structure readers
+        adj = self.adj.get(n.id)
+        if adj:
+            ed = self.edge_dirty
+            edges = self.edges
+            for eid in adj:
+                e = edges[eid]
+                ed.add(e.src)
+                ed.add(e.dst)
         if hard:
             del self.nodes[n.id]
             self.projects.discard(n.id)

@@ -104,7 +104,16 @@ class MnemoScorer:
                 mt[:, : self.cap] = self.mt
             self.mt, self.cap = mt, cap
 
+    def _writable(self) -> None:
+        """A matrix loaded from the derived cache may be a read-only view: copy on write."""
+        if not self.mt.flags.writeable:
+            cap = max(1024, self.cap + self.cap // 4)
+            mt = np.zeros((self.dim, cap), dtype=np.float32)
+            mt[:, : self.cap] = self.mt[:, : self.cap]
+            self.mt, self.cap = mt, cap
+
     def _set(self, row: int, vec) -> None:
+        self._writable()
         if vec is None:
             self._ensure(row + 1)
             if self.dim:
@@ -119,6 +128,7 @@ class MnemoScorer:
     update = add
 
     def remove(self, row, node_id):
+        self._writable()
         if row < self.cap and self.dim:
             self.mt[:, row] = 0.0
 
@@ -132,6 +142,7 @@ class MnemoScorer:
             return
         m = emb_matrix(texts)
         self._ensure(max(rows) + 1, m.shape[1])
+        self._writable()
         self.mt[:, np.asarray(rows, dtype=np.int64)] = m.T
 
     def query_vector(self, query: Query):
@@ -167,10 +178,13 @@ class MnemoScorer:
         if mt.shape[1] != n:
             return False
         self.dim = int(st["dim"])
-        cap = max(1024, n + n // 4)
-        self.mt = np.zeros((self.dim, cap), dtype=np.float32)
-        self.mt[:, :n] = mt
-        self.cap = cap
+        if mt.flags.writeable:
+            cap = max(1024, n + n // 4)
+            self.mt = np.zeros((self.dim, cap), dtype=np.float32)
+            self.mt[:, :n] = mt
+            self.cap = cap
+        else:  # a read-only view of the cache file: copied on the first write
+            self.mt, self.cap = mt, n
         return True
 
 
@@ -224,31 +238,37 @@ class RecallEngine:
         self.cap = cap
 
     def sync(self) -> int:
-        """Bring rows and the scorer up to date with the graph; returns nodes refreshed."""
+        """Bring rows and the scorer up to date with the graph; returns nodes refreshed.
+
+        Nodes whose text changed get ``scorer.update`` (new ones ``add``, deleted ones
+        ``remove``); every other changed node (votes, area, an edge of it linked,
+        unlinked, reweighted or with an outcome recorded, a neighbour deleted) gets
+        ``scorer.touch`` when the scorer has it.
+        """
         g = self.graph
         dirty = g.dirty
-        if g.edge_dirty:
-            touch = getattr(self.scorer, "touch", None)
-            if touch is not None:
-                for nid in sorted(g.edge_dirty - dirty):
-                    row = self.row_of.get(nid)
-                    if row is not None and self.live[row]:
-                        touch(row, nid)
-            g.edge_dirty.clear()
+        edge_dirty = g.edge_dirty
         if not self.primed:
             self.primed = True
             dirty.update(g.nodes)
-        if not dirty:
+        if not dirty and not edge_dirty:
             return 0
+        scorer = self.scorer
+        touch = getattr(scorer, "touch", None)
+        if touch is not None:
+            changed = dirty | edge_dirty if edge_dirty else set(dirty)
+        else:
+            changed = set()
+        edge_dirty.clear()
         ids = sorted(dirty)
         dirty.clear()
         self._grow(self.n + len(ids))
         new_rows, new_ids, new_texts = [], [], []
-        scorer = self.scorer
         for nid in ids:
             node = g.nodes.get(nid)
             row = self.row_of.get(nid)
             if node is None or node.deleted:
+                changed.discard(nid)
                 if row is not None and self.live[row]:
                     self.live[row] = False
                     self._set_votes(row, 0)
@@ -265,12 +285,14 @@ class RecallEngine:
                 new_rows.append(row)
                 new_ids.append(nid)
                 new_texts.append(text)
+                changed.discard(nid)
             elif text != self.texts[row]:
                 self.texts[row] = text
                 if self.live[row]:
                     scorer.update(row, nid, text)
                 else:
                     scorer.add(row, nid, text)
+                changed.discard(nid)
             self.live[row] = True
             self.kind[row] = KIND_CODE[node.kind]
             self.area[row] = AREA_CODE[node.area]
@@ -282,6 +304,12 @@ class RecallEngine:
             else:
                 for r, i, t in zip(new_rows, new_ids, new_texts):
                     scorer.add(r, i, t)
+        if changed:
+            row_of, live = self.row_of, self.live
+            for nid in sorted(changed):
+                row = row_of.get(nid)
+                if row is not None and live[row]:
+                    touch(row, nid)
         return len(ids)
 
     def _set_votes(self, row: int, net: int) -> None:

@@ -37,6 +37,41 @@ log = logging.getLogger("mino.memory.graph")
 CACHE_MIN_OPS = 20_000  # below this a replay is faster than worrying about a cache
 
 
+DEFAULT_SCORER = "hybrid-v1"
+SCORER_NAMES = {"hybrid-v1": "hybrid-v1", "hybrid": "hybrid-v1", "default": "hybrid-v1",
+                "mnemo": "mnemo", "mnemo-cosine": "mnemo", "hashing-v1": "mnemo"}
+
+
+def scorer_factory(spec=None, embedder=None):
+    """A ``factory(graph) -> scorer`` from a scorer setting.
+
+    ``spec`` is a name (``"hybrid-v1"``, the default, or ``"mnemo"``: Mnemo's exact
+    ``cosine x area weight + votes x 0.02``), a ready scorer object (used as is), or a
+    callable taking the graph and returning a scorer (a class such as ``HybridScorer``
+    works). ``embedder`` is the vector embedder of the named scorers (hashing-v1 when
+    None).
+    """
+    if spec is None:
+        spec = DEFAULT_SCORER
+    if isinstance(spec, str):
+        name = SCORER_NAMES.get(spec.strip().lower())
+        if name is None:
+            raise ValueError(f"unknown memory.graph.scorer {spec!r} "
+                             f"(one of: {', '.join(sorted(set(SCORER_NAMES.values())))})")
+        if name == "mnemo":
+            from .recall import MnemoScorer
+
+            return lambda graph: MnemoScorer(embedder)
+        from .hybrid import HybridScorer
+
+        return lambda graph: HybridScorer(graph, embedder=embedder)
+    if hasattr(spec, "scores") and not isinstance(spec, type):
+        return lambda graph: spec
+    if callable(spec):
+        return spec
+    raise TypeError(f"not a scorer, scorer name or scorer factory: {spec!r}")
+
+
 class MemoryError_(Exception):
     """A request that cannot be done (unknown node, bad kind...): one line for people."""
 
@@ -183,6 +218,7 @@ class Store:
         self.use_cache = use_cache
         self._scorer_arg = scorer
         self._embedder = embedder
+        self.scorer_factory = scorer_factory(scorer, embedder)
         self._mutex = threading.RLock()
         self._writing = False
         self.offset = 0
@@ -202,9 +238,12 @@ class Store:
         """Open (creating if needed) the journal and load it, from the cache when valid."""
         if path is None:
             path = resolve_journal_path(home, config)
-        if embedder is None and scorer is None and config:
-            gcfg = (config.get("memory") or {}).get("graph") or {}
-            emb_cfg = gcfg.get("embedder") if isinstance(gcfg, dict) else None
+        gcfg = ((config or {}).get("memory") or {}).get("graph") if config else None
+        gcfg = gcfg if isinstance(gcfg, dict) else {}
+        if scorer is None:
+            scorer = gcfg.get("scorer") or DEFAULT_SCORER
+        if embedder is None and isinstance(scorer, str):
+            emb_cfg = gcfg.get("embedder")
             if emb_cfg:
                 from .embed import embedder_from_config
                 embedder = embedder_from_config(emb_cfg, Path(path).parent / "embed")
@@ -214,12 +253,9 @@ class Store:
         return store
 
     def _make_engine(self, graph: Graph):
-        from .recall import MnemoScorer, RecallEngine
+        from .recall import RecallEngine
 
-        scorer = self._scorer_arg
-        if scorer is None:
-            scorer = MnemoScorer(self._embedder)
-        return RecallEngine(graph, scorer)
+        return RecallEngine(graph, self.scorer_factory(graph))
 
     @property
     def engine(self):
