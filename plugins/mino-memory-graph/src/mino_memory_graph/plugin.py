@@ -1,7 +1,9 @@
-"""mino hooks: the ``graph`` memory backend and its ``mino memory ...`` commands.
+"""mino hooks: the ``graph`` memory backend, its tools, the Mnemo loop and its commands.
 
-Importing this module is cheap: numpy (and openai, when opted in) are imported only by
-the commands that open the store.
+The loop (``loop.py``): ``front_input`` recalls and opens the turn's episode,
+``tool_outcome`` logs and steers, ``after_turn`` reinforces, votes and reflects. Tools are
+in ``tools.py``. Importing this module is cheap: numpy (and openai, when opted in) are
+imported only when a turn, a tool or a command first opens the store.
 """
 from __future__ import annotations
 
@@ -15,6 +17,35 @@ from mino_core import hookimpl
 @hookimpl
 def memory_backend():
     return "graph"
+
+
+@hookimpl
+def register_tools(context):
+    from .tools import make_tools
+
+    return make_tools()
+
+
+@hookimpl
+def front_input(turn):
+    """Recall for this message: one labelled block, or None when memory has nothing."""
+    from . import loop
+
+    return loop.begin(turn)
+
+
+@hookimpl
+def tool_outcome(outcome, turn):
+    from . import loop
+
+    loop.observe(outcome, turn)
+
+
+@hookimpl
+def after_turn(turn):
+    from . import loop
+
+    loop.end(turn)
 
 
 def _open(context):
@@ -160,6 +191,10 @@ def register_commands(group, context):
         if st["quarantined"] or st["skipped"]:
             click.echo(f"warning: {st['quarantined']} quarantined line(s), "
                        f"{st['skipped']} skipped op(s); run `mino memory check`")
+
+    from .migrate import add_command
+
+    add_command(group, context)
 
     @group.command("check")
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
