@@ -76,7 +76,7 @@ SECRET = [
 # A long run of letters and digits mixing both, such as a token with no known prefix.
 _LONG_RANDOM = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
 EXFILTRATION = re.compile(
-    r"\b(send|post|upload|forward|exfiltrate|leak|email|paste)\b[^.\n]{0,60}\b(to|at)\s+"
+    r"\b(send|post|upload|forward|exfiltrate|leak|email|paste)\b[^\n]{0,80}?\b(to|at)\s+"
     r"(https?://|\S+@\S+\.\w+)", _I)
 
 CURL_TO_SHELL = [
