@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import ops as _ops
-from .model import ApplyError, Graph
+from .model import INVALID, ApplyError, Graph
 
 log = logging.getLogger("mino.memory.graph")
 
@@ -214,29 +214,150 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
             gc.enable()
 
 
+BLOCK = 2048  # lines parsed by one json.loads call
+
+
+class _Offsets:
+    """Byte offset of line ``i`` of a block, computed only when a report needs one."""
+
+    __slots__ = ("lines", "ascii", "i", "pos")
+
+    def __init__(self, lines, base: int, ascii: bool):
+        self.lines, self.ascii, self.i, self.pos = lines, ascii, 0, base
+
+    def at(self, i: int) -> int:
+        lines, pos = self.lines, self.pos
+        if i < self.i:  # never needed in practice: reports come in line order
+            self.i, pos = 0, pos - sum(self._len(x) + 1 for x in lines[:self.i])
+        for j in range(self.i, i):
+            pos += self._len(lines[j]) + 1
+        self.i, self.pos = i, pos
+        return pos
+
+    def _len(self, line) -> int:
+        if self.ascii or line.__class__ is bytes or line.isascii():
+            return len(line)
+        return len(line.encode("utf-8", "surrogatepass"))
+
+
 def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict]) -> None:
     """Parse complete lines of ``data`` (which starts at byte ``base``) and apply them.
 
     Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
     operations that cannot apply are skipped with a warning. Never raises for content.
+
+    Fast path: ``BLOCK`` lines are parsed by one ``json.loads`` of ``[line,line,...]``
+    and each op goes straight to its replay handler, which checks the fields inline
+    (``Graph.replay_handlers``). A block that does not parse as exactly one value per
+    line (a bad line, a blank line) is parsed line by line instead, so a bad line
+    still quarantines only itself; an element its handler refuses is re-judged by
+    ``ops.validate``. (A single bad line between good ones can never parse as part of
+    a block of the right length: good lines are complete values.)
     """
     try:
-        lines = data.decode("utf-8").split("\n")
-        decoded = True
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
+        text = None
+    if text is not None:
+        lines = text.split("\n")
+        ascii = text.isascii()
+    else:
         lines = data.split(b"\n")
-        decoded = False
-    if lines and lines[-1] in ("", b""):
+        ascii = False
+    if lines and not lines[-1]:
         lines.pop()
+    offs = _Offsets(lines, base, ascii)
+    rh = graph.replay_handlers
+    loads = json.loads
+    skipped = 0
+    done = 0  # lines handled on the per-line path or refused (not counted as applied)
+    total = 0
+    n_lines = len(lines)
+    block = BLOCK if text is not None else n_lines or 1
+    for s in range(0, n_lines, block):
+        chunk = lines[s: s + block]
+        objs = None
+        if text is not None:
+            try:
+                objs = loads("[" + ",".join(chunk) + "]")
+                if len(objs) != len(chunk):
+                    objs = None
+            except Exception:  # noqa: BLE001 - a bad line somewhere: go line by line
+                objs = None
+        if objs is None:
+            res = _fold_lines(chunk, graph, offs.at(s), report, bad)
+            skipped += res[0]
+            done += res[1]
+            total += res[2]
+            continue
+        total += len(objs)
+        i = s
+        for obj in objs:
+            name = body = None
+            try:
+                name, body = obj.popitem()
+                r = rh[name](body) if not obj else INVALID
+            except ApplyError as e:
+                skipped += 1
+                _skip(report, offs.at(i), name, e)
+                i += 1
+                continue
+            except Exception:  # noqa: BLE001 - not an op: re-judged below
+                r = INVALID
+            if r is not None:
+                if obj.__class__ is dict and name is not None:
+                    obj[name] = body  # put back what popitem took
+                sk, ap = _slow_one(obj, lines[i], graph, offs, i, report, bad)
+                skipped += sk
+                if not (sk or ap):
+                    done += 1  # quarantined
+            i += 1
+    applied = total - skipped - done
+    report.applied += applied
+    report.skipped += skipped
+    report.ops += applied + skipped
+
+
+def _skip(report: Report, offset: int, name: str, e: Exception) -> None:
+    if len(report.skips) < Report.KEEP:
+        report.skips.append({"offset": offset, "op": name, "reason": str(e)})
+    log.warning("journal: skipping unappliable %s at byte %d: %s", name, offset, e)
+
+
+def _slow_one(obj, line, graph, offs, i, report, bad) -> tuple[int, int]:
+    """One element the fast path refused: quarantine it, or apply it the plain way.
+
+    Returns ``(skipped, applied)``.
+    """
+    why = _ops.validate(obj)
+    start = offs.at(i)
+    if why is not None:
+        bad.append({"reason": why, "raw": _cap_raw(line, offs._len(line)), "offset": start})
+        return 0, 0
+    ((name, body),) = obj.items()
+    at = body["at"]
+    if at >= graph.clock:
+        graph.clock = at + 1
+    try:
+        graph.handlers[name](body)
+        return 0, 1
+    except ApplyError as e:
+        _skip(report, start, name, e)
+        return 1, 0
+
+
+def _fold_lines(lines, graph: Graph, base: int, report: Report,
+                bad: list[dict]) -> tuple[int, int, int]:
+    """The per-line path: returns ``(skipped, not applied, ops counted)``."""
     handlers = graph.handlers
     clock = graph.clock
     scan = _scan_once
     validate = _validate
-    applied = skipped = blank = 0
+    applied = skipped = 0
     offset = base
     for line in lines:
         start = offset
-        if decoded:
+        if line.__class__ is str:
             offset += (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
         else:
             offset += len(line) + 1
@@ -255,7 +376,7 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict])
                 why = validate(obj)
         except Exception:  # noqa: BLE001 - the slow path below decides
             if not line.strip():
-                blank += 1  # padding, not corruption
+                report.blank += 1  # padding, not corruption
                 continue
             try:
                 obj = json.loads(line)  # e.g. leading whitespace
@@ -275,14 +396,9 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict])
             applied += 1
         except ApplyError as e:
             skipped += 1
-            if len(report.skips) < Report.KEEP:
-                report.skips.append({"offset": start, "op": name, "reason": str(e)})
-            log.warning("journal: skipping unappliable %s at byte %d: %s", name, start, e)
+            _skip(report, start, name, e)
     graph.clock = clock
-    report.applied += applied
-    report.skipped += skipped
-    report.blank += blank
-    report.ops += applied + skipped
+    return skipped, 0, applied + skipped
 
 
 def parse_one(line: str):

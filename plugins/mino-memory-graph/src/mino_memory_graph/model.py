@@ -14,6 +14,8 @@ import struct
 
 from .ops import EDGE_KINDS
 
+INVALID = object()  # a replay handler's answer for "not an operation" (quarantine)
+
 CLOCK_START = 1_700_000_000_000
 
 AREA_FOR_KIND = {
@@ -125,6 +127,9 @@ class Edge:
 class Graph:
     """Nodes, edges, id counters and the logical clock; ``apply`` folds one operation."""
 
+    __slots__ = ("nodes", "edges", "next_node", "next_edge", "next_fact", "clock", "adj",
+                 "projects", "dirty", "edge_dirty", "handlers", "__dict__")
+
     def __init__(self):
         self.nodes: dict[int, Node] = {}
         self.edges: dict[int, Edge] = {}
@@ -150,6 +155,21 @@ class Graph:
             "PushContext": self._push_context, "CommitLog": self._commit_log,
             "RecordUsefulness": self._record_usefulness,
         }
+
+    @property
+    def replay_handlers(self) -> dict:
+        """Handlers for replay: each checks its fields inline, moves the clock, applies.
+
+        ``handler(body)`` returns None when applied, ``INVALID`` (changing nothing, not
+        even the clock) when the body is not that operation, and raises ``ApplyError``
+        (after moving the clock, as Mnemo's sync does) when it cannot apply. The checks
+        are ``ops.validate``'s, written out per operation for speed; anything they do
+        not accept is re-judged by ``ops.validate`` by the caller.
+        """
+        rh = self.__dict__.get("_replay")
+        if rh is None:
+            rh = self.__dict__["_replay"] = _replay_handlers(self)
+        return rh
 
     # --- the fold ---------------------------------------------------------------------
 
@@ -453,6 +473,241 @@ class Graph:
                          "fact": self.next_fact},
             "clock": self.clock,
         }
+
+
+def _replay_handlers(g: "Graph") -> dict:
+    from .ops import EDGE_KIND_SET, FAST_CHECKS, NODE_KIND_SET, U64_MAX as U
+
+    nodes, edges, adj = g.nodes, g.edges, g.adj
+    dirty_add, ed_add = g.dirty.add, g.edge_dirty.add
+    handlers = g.handlers
+    NK, EK = NODE_KIND_SET, EDGE_KIND_SET
+    new_node = Node
+    new_fact = Fact
+
+    def create_node(b):
+        try:
+            id = b["id"]
+            kind = b["kind"]
+            label = b["label"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (id.__class__ is int and at.__class__ is int and label.__class__ is str
+                and kind.__class__ is str and kind in NK and 0 <= id <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        if id in nodes:
+            raise ApplyError(f"node {id} exists")
+        n = new_node(id, kind, label, at)
+        n.log.append((at, "created", "node created as " + label))
+        nodes[id] = n
+        if id >= g.next_node:
+            g.next_node = id + 1
+        if kind == "Entity" and label.startswith(PROJECT_PREFIX):
+            g.projects.add(id)
+        dirty_add(id)
+
+    def add_fact(b):
+        try:
+            node = b["node"]
+            fid = b["fact_id"]
+            key = b["key"]
+            value = b["value"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (node.__class__ is int and fid.__class__ is int and at.__class__ is int
+                and key.__class__ is str and value.__class__ is str
+                and 0 <= node <= U and 0 <= fid <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        n = nodes.get(node)
+        if n is None:
+            raise ApplyError(f"node {node} missing")
+        n.facts.append(new_fact(fid, key, value, at))
+        n.log.append((at, "fact_added", f"{key}: {value}"))
+        if fid >= g.next_fact:
+            g.next_fact = fid + 1
+        n._state = None
+        dirty_add(node)
+
+    def supersede_fact(b):
+        try:
+            node = b["node"]
+            old = b["old_fact"]
+            key = b["new_key"]
+            value = b["new_value"]
+            fid = b["new_fact_id"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (node.__class__ is int and old.__class__ is int and fid.__class__ is int
+                and at.__class__ is int and key.__class__ is str and value.__class__ is str
+                and 0 <= node <= U and 0 <= old <= U and 0 <= fid <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        n = nodes.get(node)
+        if n is None:
+            raise ApplyError(f"node {node} missing")
+        facts = n.facts
+        target = None
+        same = None
+        for f in facts:
+            if target is None and f.id == old:
+                target = f
+            elif f.active and f.key == key:
+                if same is None:
+                    same = [f]
+                else:
+                    same.append(f)
+        if target is None:
+            raise ApplyError(f"fact {old} not on node {node}")
+        target.active = False
+        target.superseded_by = fid
+        also = 0
+        if same:
+            for f in same:
+                if f.active:
+                    f.active = False
+                    f.superseded_by = fid
+                    also += 1
+        facts.append(new_fact(fid, key, value, at))
+        if also:
+            detail = f"{old} (+{also} other live '{key}') -> {fid}: {value}"
+        else:
+            detail = f"{old} -> {fid}: {value}"
+        n.log.append((at, "fact_superseded", detail))
+        if fid >= g.next_fact:
+            g.next_fact = fid + 1
+        n._state = None
+        dirty_add(node)
+
+    def link(b):
+        try:
+            id = b["id"]
+            src = b["src"]
+            dst = b["dst"]
+            kind = b["kind"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (id.__class__ is int and src.__class__ is int and dst.__class__ is int
+                and at.__class__ is int and kind.__class__ is str and kind in EK
+                and 0 <= id <= U and 0 <= src <= U and 0 <= dst <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        if src not in nodes:
+            raise ApplyError(f"node {src} missing")
+        if dst not in nodes:
+            raise ApplyError(f"node {dst} missing")
+        if id in edges:
+            raise ApplyError(f"edge {id} exists")
+        edges[id] = Edge(id, src, dst, kind, at)
+        if id >= g.next_edge:
+            g.next_edge = id + 1
+        ed_add(src)
+        ed_add(dst)
+        if kind in EXPANSION_KINDS:
+            lst = adj.get(src)
+            if lst is None:
+                adj[src] = [id]
+            else:
+                lst.append(id)
+            if dst != src:
+                lst = adj.get(dst)
+                if lst is None:
+                    adj[dst] = [id]
+                else:
+                    lst.append(id)
+
+    def commit_log(b):
+        try:
+            node = b["node"]
+            kind = b["kind"]
+            detail = b["detail"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (node.__class__ is int and at.__class__ is int and kind.__class__ is str
+                and detail.__class__ is str and 0 <= node <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        n = nodes.get(node)
+        if n is None:
+            raise ApplyError(f"node {node} missing")
+        n.log.append((at, kind, detail))
+        n._state = None
+        dirty_add(node)
+
+    def record_outcome(b):
+        try:
+            edge = b["edge"]
+            ok = b["success"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (edge.__class__ is int and at.__class__ is int and ok.__class__ is bool
+                and 0 <= edge <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        e = edges.get(edge)
+        if e is None:
+            raise ApplyError(f"edge {edge} missing")
+        ed_add(e.src)
+        ed_add(e.dst)
+        if ok:
+            e.success += 1
+            e.weight = min(f32(e.weight + _W_SUCCESS), 1.0)
+        else:
+            e.failure += 1
+            e.weight = max(f32(e.weight - _W_FAILURE), 0.0)
+
+    def record_usefulness(b):
+        try:
+            node = b["node"]
+            useful = b["useful"]
+            at = b["at"]
+        except (KeyError, TypeError):
+            return INVALID
+        if not (node.__class__ is int and at.__class__ is int and useful.__class__ is bool
+                and 0 <= node <= U and 0 <= at <= U):
+            return INVALID
+        if at >= g.clock:
+            g.clock = at + 1
+        n = nodes.get(node)
+        if n is None:
+            raise ApplyError(f"node {node} missing")
+        if useful:
+            n.useful += 1
+        else:
+            n.unhelpful += 1
+        n._state = None
+        dirty_add(node)
+
+    def checked(name):
+        check, h = FAST_CHECKS[name], handlers[name]
+
+        def run(b):
+            if not check(b):
+                return INVALID
+            at = b["at"]
+            if at >= g.clock:
+                g.clock = at + 1
+            h(b)
+        return run
+
+    out = {name: checked(name) for name in handlers}
+    out.update({"CreateNode": create_node, "AddFact": add_fact,
+                "SupersedeFact": supersede_fact, "Link": link, "CommitLog": commit_log,
+                "RecordOutcome": record_outcome, "RecordUsefulness": record_usefulness})
+    return out
 
 
 __all__ = ["ApplyError", "CLOCK_START", "EDGE_KINDS", "Edge", "Fact", "Graph", "Node", "f32"]
