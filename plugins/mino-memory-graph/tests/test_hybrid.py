@@ -179,7 +179,8 @@ def test_incremental_equals_fresh_build(ops, query_words):
     a, b = inc.score_map(q), fresh.score_map(q)
     assert a.keys() == b.keys()
     for k in a:
-        assert a[k] == pytest.approx(b[k], rel=1e-9, abs=1e-12)
+        # float32 mat-vec: BLAS sums a row differently by its position in a row block
+        assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-9)
     # the fused scoring path equals the sum of the separately computed signals
     for q2 in (q, "when " + q):
         assert np.allclose(inc.scores(q2), inc.combine(inc.signals(q2)), rtol=1e-6, atol=1e-9)
