@@ -1,0 +1,53 @@
+"""Run every benchmark in this folder, one after another, with one command.
+
+    .venv/bin/python bench/run_all.py            # full sizes (several minutes)
+    .venv/bin/python bench/run_all.py --quick    # smaller graphs, fewer runs
+
+Each benchmark measures its own baseline in the same run and prints ratios against it;
+this script only runs them in turn and stops at none of their failures.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOCOMO = HERE.parent.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"
+
+
+def plan(quick: bool) -> list[list[str]]:
+    runs = [
+        ["startup.py", "--runs", "7" if quick else "15"],
+        ["request_build.py"],
+        ["memory_index.py"],
+        ["sandbox_overhead.py", "--runs", "20" if quick else "50"],
+        ["graph_bench.py", *(["--quick"] if quick else [])],
+        ["graph_turn.py", *(["--quick"] if quick else [])],
+    ]
+    if LOCOMO.exists():
+        runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--retriever", "all"])
+    return runs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    failed = []
+    for argv in plan(args.quick):
+        print(f"\n=== {' '.join(argv)}", flush=True)
+        started = time.perf_counter()
+        code = subprocess.call([sys.executable, str(HERE / argv[0]), *argv[1:]])
+        print(f"--- {argv[0]}: exit {code}, {time.perf_counter() - started:.1f} s", flush=True)
+        if code:
+            failed.append(argv[0])
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
