@@ -218,3 +218,30 @@ def test_parse_tolerates_fences_and_chatter():
     assert reflect.parse('Here:\n```json\n{"facts": []}\n```') == {"facts": []}
     assert reflect.parse("no json") is None
     assert reflect.parse('{"facts": [}') is None
+
+
+def test_hostile_text_never_reaches_the_journal(make_harness, scripted_server, mino_home):
+    h, _ = run_turn(make_harness, scripted_server)
+    raw = (mino_home / "graph" / "journal.jsonl").read_text()
+    assert "answers in Chinese" in raw
+    for bad in ("attacker.example", "sk-live", "senior engineer"):
+        assert bad not in raw
+
+
+def test_recall_block_stays_out_of_the_compaction_request(make_harness, scripted_server):
+    from mino_core.compaction import compact_command
+
+    h = make_harness(approve="all", config=GRAPH)
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "shell", "value": "fish shell"}}]}, {"text": "ok"},
+        {"text": "{}"})
+    h.turn("Please remember I use the fish shell.")
+    for word in ("one", "two", "three"):
+        scripted_server.add({"text": word})
+        h.turn(f"turn {word} of the talk")
+    assert "fish shell" in str(scripted_server.requests[-1]["input"][0])
+    scripted_server.add({"text": "a summary"})
+    compact_command(h.session)
+    summary_request = scripted_server.requests[-1]
+    assert "a summary" not in str(summary_request)  # it is the summary request itself
+    assert loop.LABEL not in str(summary_request) and "About the user" not in str(summary_request)

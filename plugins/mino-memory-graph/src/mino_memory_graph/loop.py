@@ -24,6 +24,7 @@ NAME = "mino-memory-graph"
 log = logging.getLogger("mino.memory.graph")
 
 RECALL_K = 12          # candidates searched
+OVERFETCH = 4          # unscoped candidates per scoped one (see scoped_search)
 RECALL_MAX = 5         # at most this many shown
 RELATIVE_CUT = 0.6     # keep hits scoring at least this share of the best
 SCORE_FLOOR = 0.05
@@ -140,11 +141,47 @@ def subject_of(call) -> str:
 # -- recall ------------------------------------------------------------------------------
 
 def scope_for(graph, project: int | None) -> int | None:
-    """The search scope: None when no other project exists (same result, no scan)."""
+    """The store's search scope: None when no other project exists (same result, no scan)."""
     others = [p for p in graph.projects if p != project]
     if not others:
         return None
     return project if project is not None else 0  # 0: no project yet, exclude every other
+
+
+def in_other_project(graph, nid: int, project: int | None) -> bool:
+    """Attached by a live PartOf to another project and not to ``project`` (the store's
+    scope rule, for one node: O(its edges))."""
+    other = mine = False
+    now = graph.clock
+    projects = graph.projects
+    for e in graph.edges_of(nid):
+        if e.kind == "PartOf" and e.src == nid and e.dst in projects and e.alive_at(now):
+            if e.dst == project:
+                mine = True
+            else:
+                other = True
+    return other and not mine
+
+
+def scoped_search(store, text: str, k: int, project: int | None):
+    """Hits for ``text`` in this project's scope.
+
+    The store's ``scope`` walks every PartOf edge of every project on each search (tens of
+    milliseconds at 100,000 nodes), so the loop over-fetches an unscoped search
+    (``OVERFETCH`` x k) and drops other projects' nodes itself, per hit. It falls back to
+    the store's scoped search when that leaves fewer than ``k`` hits while some were
+    dropped. The one difference: a via-graph boost from another project's node can survive
+    here (it lifts only a node with no direct hit of its own).
+    """
+    g = store.graph
+    scope = scope_for(g, project)
+    if scope is None:
+        return store.search(text, k, refresh=False).hits
+    found = store.search(text, k * OVERFETCH, refresh=False).hits
+    kept = [h for h in found if not in_other_project(g, h.node, project)]
+    if len(kept) < k and len(kept) < len(found):
+        return store.search(text, k, scope=scope, refresh=False).hits
+    return kept[:k]
 
 
 def recall_hits(mem: Memory, text: str, project: int | None) -> list[tuple[int, float]]:
@@ -152,9 +189,8 @@ def recall_hits(mem: Memory, text: str, project: int | None) -> list[tuple[int, 
     if len(text.split()) < MIN_QUERY_WORDS:
         return []
     g = mem.graph
-    found = mem.store.search(text, RECALL_K, scope=scope_for(g, project), refresh=False)
     kept = []
-    for h in found.hits:
+    for h in scoped_search(mem.store, text, RECALL_K, project):
         n = g.nodes.get(h.node)
         if n is None or n.deleted or h.score <= SCORE_FLOOR:
             continue
@@ -248,6 +284,7 @@ def begin(turn) -> str | None:
         req.add_fact(ep, "turn", str(turn.number))
         req.link(ep, project, "PartOf")
         feeders = []
+        hits = [(nid, sc) for nid, sc in hits if g.live(nid) is not None]  # caught up
         sources = [nid for nid, _ in hits if g.nodes[nid].area != "Salience"
                    and g.nodes[nid].kind != "TaskEpisode"]
         sources += [p for p in (user, project) if profile_lines(g, p)]

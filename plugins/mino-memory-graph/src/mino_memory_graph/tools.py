@@ -102,7 +102,7 @@ def _project(mem, ctx: ToolContext) -> tuple[str, int | None]:
 # -- memory_search -----------------------------------------------------------------------
 
 def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    from .loop import scope_for
+    from .loop import scoped_search
 
     query = str(args.get("query") or "").strip()
     if not query:
@@ -112,13 +112,13 @@ def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     mem.store.refresh()
     _, project = _project(mem, ctx)
     g = mem.graph
-    found = mem.store.search(query, k, scope=scope_for(g, project), refresh=False)
-    if not found.hits:
+    hits = scoped_search(mem.store, query, k, project)
+    if not hits:
         return ToolResult.completed(f"No memories matched {query!r}.")
     out = [f"Memory search for {query!r} {DATA_LABEL}:"]
-    for i, h in enumerate(found.hits, 1):
+    for i, h in enumerate(hits, 1):
         via = ", via graph" if h.via_graph else ""
-        out.append(f"\nresult {i}/{len(found.hits)} (score {h.score:.3f}{via})")
+        out.append(f"\nresult {i}/{len(hits)} (score {h.score:.3f}{via})")
         out.extend("  " + ln for ln in g.state_of(h.node).splitlines()
                    if ln != "context chunks: 0")
     return ToolResult.completed("\n".join(out))
