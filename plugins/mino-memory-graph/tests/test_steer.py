@@ -224,3 +224,27 @@ def test_import_files_asks_once_and_is_idempotent(tmp_path, monkeypatch):
     assert len(briefs) == 1 and briefs[0].fact("summary").value == "Keep answers very short."
     mems, skipped = read_folder(home / "memory")
     assert len(mems) == 2 and len(skipped) == 1
+
+
+def test_scoped_search_matches_the_store_scope(tmp_path):
+    import random
+
+    rnd = random.Random(4)
+    words = "deploy port helm chart ingress cart build test lint docs api cache".split()
+    s = Store.open(tmp_path / "j.jsonl", use_cache=False)
+    with s.write() as r:
+        mine = r.create_node("Entity", "project dir:/mine")
+        other = r.create_node("Entity", "project dir:/other")
+        for i in range(300):
+            n = r.create_node("Aspect", " ".join(rnd.choices(words, k=3)))
+            r.fact(n, "note", " ".join(rnd.choices(words, k=6)))
+            pick = rnd.random()
+            if pick < 0.4:
+                r.link(n, mine, "PartOf")
+            elif pick < 0.8:
+                r.link(n, other, "PartOf")
+    for q in ("deploy port", "helm chart ingress", "cart build test", "api cache docs"):
+        want = [h.node for h in s.search(q, 12, scope=mine).hits if not h.via_graph]
+        got = [h.node for h in loop.scoped_search(s, q, 12, mine) if not h.via_graph]
+        assert got == want, q
+        assert not any(loop.in_other_project(s.graph, n, mine) for n in got)
