@@ -156,6 +156,7 @@ def main():
     t = time.perf_counter()
     s.engine.sync()
     res["first_index_all_nodes_s"] = round(time.perf_counter() - t, 3)
+    res["scorer"] = s.scorer.name
     t = time.perf_counter()
     size = s.save_cache()
     res["cache_write"] = {"seconds": round(time.perf_counter() - t, 3),
@@ -213,7 +214,7 @@ def main():
     r = res["replay_cold"]
     print(f"replay cold: {r['ops']:,} ops in {r['seconds']} s = {r['ops_per_s']:,} ops/s "
           f"({r['journal_mb']} MB; target >= 300,000 ops/s)")
-    print(f"first index of every node (hashing-v1): {res['first_index_all_nodes_s']} s; "
+    print(f"first index of every node ({res['scorer']}): {res['first_index_all_nodes_s']} s; "
           f"cache write {res['cache_write']['seconds']} s, {res['cache_write']['mb']} MB")
     r = res["open_with_cache"]
     print(f"open {r['nodes']:,} nodes / {r['ops']:,} ops with a valid cache: "

@@ -280,3 +280,33 @@ def test_journal_location(tmp_path, monkeypatch):
     assert resolve_journal_path(tmp_path, cfg) == tmp_path / "x.jsonl"
     monkeypatch.setenv("MNEMO_MEMORY_JOURNAL", str(tmp_path / "env.jsonl"))
     assert resolve_journal_path(tmp_path, cfg) == tmp_path / "env.jsonl"
+
+
+def test_cached_nodes_load_lazily_and_round_trip(jpath):
+    from mino_memory_graph.model import LazyNode
+
+    s = Store.open(jpath)
+    a, p, e, fid, old = build(s)
+    with s.write() as r:
+        b = r.create_node("Aspect", "other node")
+        r.fact(b, "k", "v1")
+        r.push_context(b, a, "note", dim=2, vec=[0.5, 0.25])
+        r.unlink(e)
+    s.save_cache()
+    c = Store.open(jpath)
+    assert c.loaded_from_cache
+    n = c.graph.nodes[b]
+    assert isinstance(n, LazyNode) and n.raw_body() is not None  # nothing read yet
+    assert c.graph.nodes[a].label == "deploy port" and c.graph.nodes[a].raw_body() is not None
+    # a write on an unread node reads it first; an untouched one is saved as it was read
+    with c.write() as r:
+        r.fact(b, "k", "v2")
+    assert n.raw_body() is None and [f.value for f in n.facts] == ["v1", "v2"]
+    assert c.graph.nodes[b].context[0]["vec"] == [0.5, 0.25]
+    c.save_cache()
+    d = Store.open(jpath)
+    assert d.loaded_from_cache
+    fresh = Store.open(jpath, use_cache=False)
+    assert same_graph(d.graph, fresh.graph) and same_graph(c.graph, fresh.graph)
+    assert d.state(a) == fresh.state(a) and d.history(b) == fresh.history(b)
+    assert d.check()["ok"]

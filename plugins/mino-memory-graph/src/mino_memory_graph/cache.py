@@ -24,10 +24,12 @@ import struct
 import zlib
 from pathlib import Path
 
-from .model import EXPANSION_KINDS, Edge, Fact, Graph, Node, PROJECT_PREFIX
+from .model import (EXPANSION_KINDS, Edge, Fact, Graph, LazyNode, Node, PROJECT_PREFIX,
+                    node_body)
+from .ops import AREAS, EDGE_KINDS, NODE_KINDS
 
 MAGIC = b"MNEMOGC\x00"
-FORMAT = 2
+FORMAT = 3
 WINDOW = 64 * 1024
 
 
@@ -90,6 +92,105 @@ def graph_from_snapshot(snap) -> Graph:
 
 
 ALIGN = 64
+_KIND_IX = {k: i for i, k in enumerate(NODE_KINDS)}
+_AREA_IX = {a: i for i, a in enumerate(AREAS)}
+_EKIND_IX = {k: i for i, k in enumerate(EDGE_KINDS)}
+
+
+def graph_columns(g: Graph):
+    """The graph as columns (plain lists and numpy arrays) plus one blob of node bodies.
+
+    Scalars of every node and edge are columns; each node's facts, log and context are
+    one marshal record in ``bodies`` (``boff`` holds the offsets), read back only when
+    that node is first used.
+    """
+    import numpy as np
+
+    nodes = list(g.nodes.values())
+    parts = []
+    offs = [0]
+    pos = 0
+    for n in nodes:
+        raw = n.raw_body() if n.__class__ is LazyNode else None
+        b = bytes(raw) if raw is not None else marshal.dumps(node_body(n))
+        parts.append(b)
+        pos += len(b)
+        offs.append(pos)
+    edges = list(g.edges.values())
+    cols = {
+        "counters": [g.next_node, g.next_edge, g.next_fact, g.clock],
+        "nid": [n.id for n in nodes],
+        "nkind": np.asarray([_KIND_IX[n.kind] for n in nodes], dtype=np.int8),
+        "narea": np.asarray([_AREA_IX[n.area] for n in nodes], dtype=np.int8),
+        "nlabel": [n.label for n in nodes],
+        "ncreated": [n.created_at for n in nodes],
+        "ndeleted": [n.deleted for n in nodes],
+        "nuseful": [n.useful for n in nodes],
+        "nunhelpful": [n.unhelpful for n in nodes],
+        "boff": np.asarray(offs, dtype=np.int64),
+        "eid": [e.id for e in edges], "esrc": [e.src for e in edges],
+        "edst": [e.dst for e in edges],
+        "ekind": np.asarray([_EKIND_IX[e.kind] for e in edges], dtype=np.int8),
+        "eweight": [e.weight for e in edges], "evalid": [e.valid_from for e in edges],
+        "einvalid": [e.invalid_at for e in edges], "esuccess": [e.success for e in edges],
+        "efailure": [e.failure for e in edges],
+    }
+    return cols, b"".join(parts)
+
+
+def graph_from_columns(cols: dict, bodies) -> Graph:
+    g = Graph()
+    g.next_node, g.next_edge, g.next_fact, g.clock = cols["counters"]
+    gn = g.nodes
+    projects = g.projects
+    new = LazyNode.__new__
+    boff = cols["boff"].tolist()
+    kinds = [NODE_KINDS[i] for i in range(len(NODE_KINDS))]
+    areas = [AREAS[i] for i in range(len(AREAS))]
+    nkind = cols["nkind"].tolist()
+    narea = cols["narea"].tolist()
+    for i, (id, label, ca, de, us, un) in enumerate(zip(
+            cols["nid"], cols["nlabel"], cols["ncreated"], cols["ndeleted"],
+            cols["nuseful"], cols["nunhelpful"])):
+        n = new(LazyNode)
+        n.id = id
+        n.kind = kind = kinds[nkind[i]]
+        n.area = areas[narea[i]]
+        n.label = label
+        n.created_at = ca
+        n.deleted = de
+        n.useful = us
+        n.unhelpful = un
+        n._state = None
+        n._body = (bodies, boff[i], boff[i + 1])
+        gn[id] = n
+        if kind == "Entity" and label.startswith(PROJECT_PREFIX):
+            projects.add(id)
+    ge = g.edges
+    adj = g.adj
+    enew = Edge.__new__
+    ekinds = [EDGE_KINDS[k] for k in cols["ekind"].tolist()]
+    expand = EXPANSION_KINDS
+    for id, src, dst, kind, w, vf, ia, su, fa in zip(
+            cols["eid"], cols["esrc"], cols["edst"], ekinds, cols["eweight"],
+            cols["evalid"], cols["einvalid"], cols["esuccess"], cols["efailure"]):
+        e = enew(Edge)
+        e.id, e.src, e.dst, e.kind, e.weight = id, src, dst, kind, w
+        e.valid_from, e.invalid_at, e.success, e.failure = vf, ia, su, fa
+        ge[id] = e
+        if kind in expand:
+            lst = adj.get(src)
+            if lst is None:
+                adj[src] = [id]
+            else:
+                lst.append(id)
+            if dst != src:
+                lst = adj.get(dst)
+                if lst is None:
+                    adj[dst] = [id]
+                else:
+                    lst.append(id)
+    return g
 
 
 def _flatten(obj, arrays: list):
@@ -130,8 +231,10 @@ def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
     scorer = engine.scorer
     st = scorer.state(n) if hasattr(scorer, "state") else None
     arrays: list = []
+    cols, bodies = graph_columns(graph)
     blobs = {
-        "graph": marshal.dumps(graph_snapshot(graph)),
+        "graph": marshal.dumps(_flatten(cols, arrays)),
+        "bodies": bodies,
         "engine": marshal.dumps(_flatten(_engine_state(engine), arrays)),
         "state": marshal.dumps(_flatten(st, arrays)),
     }
@@ -221,8 +324,13 @@ def _read_sections(path: Path, header: dict, start: int):
     """The whole file once; every section and array checked against its CRC-32."""
     import numpy as np
 
+    import mmap
+
     with open(path, "rb") as fh:
-        data = fh.read()
+        try:  # mapped, not copied: arrays and node bodies are views of the page cache
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            data = fh.read()
     mv = memoryview(data)
     body = mv[start:]
 
@@ -250,7 +358,8 @@ def _load(path: Path, journal, engine_factory, scorer_name: str):
         header, start = read_header(path)
         validate_marks(header, journal)
         sections, arrays = _read_sections(path, header, start)
-        graph = graph_from_snapshot(marshal.loads(sections["graph"]))
+        graph = graph_from_columns(_unflatten(marshal.loads(sections["graph"]), arrays),
+                                   sections["bodies"])
         est = _unflatten(marshal.loads(sections["engine"]), arrays)
         engine = engine_factory(graph)
         n = header["rows"]

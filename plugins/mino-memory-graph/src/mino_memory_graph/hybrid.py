@@ -223,7 +223,7 @@ class _Postings:
 
 def _csr_to_csc(ptr: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_cols: int):
     """Transpose a CSR (rows -> (col, val)) into CSC (col -> (row, val)), rows ascending."""
-    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int32), np.diff(ptr))
     order = np.argsort(cols, kind="stable")
     cptr = np.zeros(n_cols + 1, dtype=np.int64)
     np.cumsum(np.bincount(cols, minlength=n_cols), out=cptr[1:])
@@ -545,8 +545,8 @@ class HybridIndex:
                         tids.append(j)
                         tfs.append(tf)
                 ptr.append(len(tids))
-            return (np.asarray(ptr, dtype=np.int64), np.asarray(tids, dtype=np.int64),
-                    np.asarray(tfs, dtype=np.int64))
+            return (np.asarray(ptr, dtype=np.int64), np.asarray(tids, dtype=np.int32),
+                    np.asarray(tfs, dtype=np.int32))
 
         rptr, rterm, rtf = csr(self._row_counts(r) if self._counts[r] is not None else None
                                for r in range(n))

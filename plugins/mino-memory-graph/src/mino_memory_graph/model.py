@@ -99,6 +99,76 @@ class Node:
         return max((e[0] for e in self.log), default=0)
 
 
+_FACTS, _LOG, _CONTEXT = Node.__dict__["facts"], Node.__dict__["log"], Node.__dict__["context"]
+
+
+class LazyNode(Node):
+    """A node loaded from the derived cache: facts, log and context stay one marshal
+    blob until first read or written (an open touches only the nodes it needs)."""
+
+    __slots__ = ("_body",)
+
+    def _materialise(self) -> None:
+        import marshal
+
+        blob, a, b = self._body
+        self._body = None
+        facts, log, context = marshal.loads(blob[a:b])
+        _FACTS.__set__(self, [Fact(fid, k, v, ca, act, sb) for fid, k, v, act, ca, sb in facts])
+        _LOG.__set__(self, list(log))
+        _CONTEXT.__set__(self, [{"from": c[0], "dim": c[1], "vec": list(c[2]), "note": c[3]}
+                                for c in context])
+
+    def raw_body(self):
+        """The still-unread marshal blob (bytes-like), or None once materialised."""
+        if self._body is None:
+            return None
+        blob, a, b = self._body
+        return blob[a:b]
+
+    def _get_facts(self):
+        if self._body is not None:
+            self._materialise()
+        return _FACTS.__get__(self, Node)
+
+    def _set_facts(self, v):
+        if self._body is not None:
+            self._materialise()
+        _FACTS.__set__(self, v)
+
+    def _get_log(self):
+        if self._body is not None:
+            self._materialise()
+        return _LOG.__get__(self, Node)
+
+    def _set_log(self, v):
+        if self._body is not None:
+            self._materialise()
+        _LOG.__set__(self, v)
+
+    def _get_context(self):
+        if self._body is not None:
+            self._materialise()
+        return _CONTEXT.__get__(self, Node)
+
+    def _set_context(self, v):
+        if self._body is not None:
+            self._materialise()
+        _CONTEXT.__set__(self, v)
+
+    facts = property(_get_facts, _set_facts)
+    log = property(_get_log, _set_log)
+    context = property(_get_context, _set_context)
+
+
+def node_body(n: Node) -> tuple:
+    """(facts, log, context) as plain tuples, the form the derived cache keeps."""
+    return (tuple((f.id, f.key, f.value, f.active, f.created_at, f.superseded_by)
+                  for f in n.facts),
+            tuple(n.log),
+            tuple((c["from"], c["dim"], tuple(c["vec"]), c["note"]) for c in n.context))
+
+
 class Edge:
     __slots__ = ("id", "src", "dst", "kind", "weight", "valid_from", "invalid_at",
                  "success", "failure")

@@ -287,7 +287,7 @@ class Store:
             before = self.report.ops
             self._catch_up()
             self.ops_since_cache = self.report.ops - before
-        if self.report.ops > 100_000:
+        if self.report.ops > 100_000 or len(self.graph.nodes) > 50_000:
             gc.freeze()  # a big graph is long-lived: keep it out of every later collection
 
     def _catch_up(self) -> int:
