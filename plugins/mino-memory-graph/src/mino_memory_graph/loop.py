@@ -3,8 +3,9 @@
 - ``begin`` (``front_input``): search the user's message in this project's scope, keep
   the strong hits, create the turn's episode (PartOf the project) and link what fed it as
   SuppliesContext feeders (never pain markers), and render one labelled block.
-- ``observe`` (``tool_outcome``): log the call on the episode with its subject; a failure
-  (not a refusal) steers at once, once per distinct failure in the run.
+- ``observe`` (``tool_outcome``): log the call on the episode with its subject (a
+  completed or refused call is written with the turn's next write); a failure (not a
+  refusal) steers at once, once per distinct failure in the run.
 - ``end`` (``after_turn``): a clean run reinforces the feeders, usefulness votes from
   evidence, then a reflection when the run is worth one (``reflect.worth_reflecting``).
 
@@ -316,9 +317,9 @@ def observe(outcome, turn) -> None:
                 "invalid_arguments": "tool_invalid"}.get(status, "tool_call")
         detail = f"{head}: " + {"completed": "ok", "denied": "refused",
                                 "invalid_arguments": "invalid arguments"}.get(status, status)
-        with store.write() as req:
-            if req.graph.live(ep) is not None:
-                req.commit_log(ep, kind, detail[:400])
+        # Written with the next write of this turn (a steer or after_turn): one fsync less
+        # per call, and after_turn runs however the turn ended.
+        sc.setdefault("pending", []).append((kind, detail[:400]))
         return
     failure = safety.redact(steer.failure_text(call.name, subject, result.output))
     sig = steer.signature(failure)
@@ -327,6 +328,7 @@ def observe(outcome, turn) -> None:
         g = req.graph
         if g.live(ep) is None:
             return
+        _flush(req, sc)
         if sig in sc["steered"]:
             req.commit_log(ep, "tool_error", f"{head}: failed again (already steered)"[:400])
         else:
@@ -347,6 +349,12 @@ def observe(outcome, turn) -> None:
                 f"Memory: this failure was seen {notes['occurrences']} times before "
                 f"(pitfall #{notes['marker']}); the remembered fix is: "
                 f"{safety.escape(notes['fix'])}")
+
+
+def _flush(req, sc: dict) -> None:
+    """Log the calls ``observe`` held back, in order, on the episode."""
+    for kind, detail in sc.pop("pending", []):
+        req.commit_log(sc["episode"], kind, detail)
 
 
 # -- end of the turn ---------------------------------------------------------------------
@@ -374,6 +382,7 @@ def end(record) -> None:
         g = req.graph
         if g.live(ep) is None:
             return
+        _flush(req, sc)
         if record.clean:
             ops = steer.plan_reinforce(g, ep, "success", at=req.at)
         else:
