@@ -105,12 +105,21 @@ def run(n_nodes: int, turns: int) -> dict:
         clean = [one_turn(session, qs[i], i + 1, False) for i in range(turns)]
         failed = [one_turn(session, qs[turns + i], turns + i + 1, True)
                   for i in range(max(5, turns // 4))]
+        # The store's own share: the same searches with no write in between (no re-index).
+        store = loop.memory_for(home, {}).store
+        k = loop.RECALL_K * loop.OVERFETCH
+        alone = []
+        for q in qs[:turns]:
+            t = time.perf_counter()
+            store.search(q, k, refresh=False)
+            alone.append(time.perf_counter() - t)
         loop.forget_open()
     out = {"nodes": n_nodes, "turns": turns, "build_s": round(built, 2),
            "first_turn_ms (opens the store)": round(first * 1000, 1)}
     for key in ("turn", "front_input", "tool_outcome", "after_turn"):
         out[f"clean {key}"] = ms([r[key] for r in clean])
     out["failing turn (steers once)"] = ms([r["turn"] for r in failed])
+    out["store.search alone (k=48, no write between)"] = ms(alone)
     return out
 
 
