@@ -120,9 +120,22 @@ def stem(word: str) -> str:
     return word
 
 
+_STEMS: dict[str, str | None] = {w: None for w in STOPWORDS}  # word -> stem, None = stopword
+
+
 def tokenize(text: str) -> list[str]:
-    """Lowercase, split on non-alphanumerics, drop stopwords, stem."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """Lowercase, split on non-alphanumerics, drop stopwords, stem (memoised per word)."""
+    memo = _STEMS
+    out = []
+    for w in _WORD.findall(text.lower()):
+        s = memo.get(w, w)
+        if s is w:  # not seen yet (a stored stem is never the same object as a new word)
+            s = stem(w)
+            if len(memo) < 1 << 20:
+                memo[w] = s
+        if s is not None:
+            out.append(s)
+    return out
 
 
 _RELATIVE_TIME_STEMS = frozenset(stem(w) for w in _RELATIVE_TIME)
