@@ -302,6 +302,16 @@ def grade(grader: dict[str, Any], run: Run, live: bool) -> str | None:
         return None if ok else f"{spec['path']} holds {text[:200]!r}"
     if kind == "file_absent":
         return None if not (run.project / str(spec)).exists() else f"{spec} exists"
+    if kind in ("home_file_contains", "home_file_not_contains"):
+        try:
+            text = (run.home / spec["path"]).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = None
+        if kind == "home_file_contains":
+            return None if text is not None and spec["text"] in text else (
+                f"{spec['path']} in the home does not contain {spec['text']!r}")
+        return None if text is None or spec["text"] not in text else (
+            f"{spec['path']} in the home contains {spec['text']!r}")
     if kind == "home_file_absent":
         return None if not (run.home / str(spec)).exists() else f"{spec} exists in the home"
     if kind == "transcript_contains":

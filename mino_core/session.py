@@ -20,7 +20,9 @@ class Session:
     """What hooks see as ``session``: id, home, project_root, mode, config, and services.
 
     Services for plugins: ``notice(text)`` (a line on stderr), ``confirm(title, preview)``
-    (one question, answered like a tool confirmation) and ``complete(instructions,
+    (one question, answered like a tool confirmation), ``show(title, preview)`` (the same
+    text, no question), ``authorize(name, arguments, preview)`` (a plugin's own write of
+    model-written text through the permission decision) and ``complete(instructions,
     input)`` (one model request without tools, for summaries and reflection).
     """
 
@@ -53,6 +55,39 @@ class Session:
     def confirm(self, title: str, preview: Preview) -> bool:
         self.ui.tool_call(title)
         return self.ui.ask(confirm.render(preview.fields, preview.notes))
+
+    def show(self, title: str, preview: Preview) -> None:
+        self.ui.tool_call(title)
+        self.ui.show(confirm.render(preview.fields, preview.notes))
+
+    def authorize(self, name: str, arguments: dict[str, Any], preview: Preview,
+                  always_ask: bool = False) -> bool:
+        """Pass a write a plugin makes on its own (not a model's tool call) through the
+        permission decision, as a call named ``name`` that is not read-only, targets no
+        project file and is not sandboxed: a deny rule holds in every mode, bypass runs it
+        shown, anything else asks. ``always_ask`` asks even where the policy would allow.
+        Returns whether to go ahead; the decision is written to the session log.
+        """
+        from .permissions import ALLOW, DENY, combine
+        from .tools import Tool, ToolCall, ToolResult
+
+        tool = Tool(name=name, description="", parameters={"type": "object"},
+                    run=lambda args, ctx: ToolResult.failed("not a tool"))
+        call = ToolCall(call_id="", name=name, arguments=arguments)
+        votes = [v for _, v in self.host.call("decide_permission", call=call, tool=tool,
+                                              mode=self.mode, session=self)]
+        decision = combine([v for v in votes if hasattr(v, "verdict")])
+        self.log.append({"type": "decision", "call_id": "", "name": name,
+                         "verdict": decision.verdict, "reason": decision.reason})
+        if decision.verdict == DENY:
+            self.notice(f"{name}: denied by {decision.reason or 'a permission rule'}; nothing was saved.")
+            return False
+        if decision.verdict == ALLOW and not always_ask:
+            self.show(name, preview)
+            return True
+        approved = self.confirm(name, preview)
+        self.log.append({"type": "approval", "call_id": "", "name": name, "approved": approved})
+        return approved
 
     def complete(self, instructions: str, input_items: list[dict[str, Any]]) -> str:
         if self.client is None:

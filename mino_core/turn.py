@@ -53,6 +53,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
     front = render_front(session, info)
     session.state["front_text"] = front
     outcomes: list[ToolOutcome] = []
+    texts: list[str] = []
     requests, answer, ended = 0, "", "answer"
     try:
         while True:
@@ -67,6 +68,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
             response = session.client.respond(request, session.ui)
             compaction.record_usage(session, response.usage)
             if response.text:
+                texts.append(response.text)
                 session.log.append({"type": "message", "role": "assistant", "content": response.text})
             for call in response.calls:
                 session.log.append({"type": "function_call", **call})
@@ -94,7 +96,8 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
         session.ui.notice("Interrupted.")
     session.log.append({"type": "turn_end", "ended": ended, "requests": requests})
     session.log.sync()
-    record = TurnRecord(info=info, requests=requests, outcomes=outcomes, answer=answer, ended=ended)
+    record = TurnRecord(info=info, requests=requests, outcomes=outcomes, answer=answer, ended=ended,
+                        texts=texts)
     log.info("turn_end", session=session.id, turn=info.number, ended=ended, requests=requests,
              tools=[f"{o.call.name}:{o.result.status.value}" for o in outcomes])
     session.host.notify("after_turn", turn=record)

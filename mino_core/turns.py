@@ -50,6 +50,8 @@ class TurnRecord:
     answer: str
     # "answer", "request_limit", "tool_limit", "error" or "interrupted".
     ended: str
+    # Every assistant text of the turn in order, the final answer included.
+    texts: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:

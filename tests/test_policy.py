@@ -64,3 +64,24 @@ def test_rules():
     assert Rule.parse("write_file(docs/*)").matches("write_file", {"path": "docs/a.md"})
     assert not Rule.parse("write_file(docs/*)").matches("write_file", {"path": "src/a.py"})
     assert Rule.parse("memory_save").matches("memory_save", {"name": "x"})
+
+
+def test_a_plugins_own_write_passes_the_permission_decision(harness):
+    from mino_core import Preview
+
+    preview = Preview([("Fact", "prefers tabs")])
+    h = harness(approve="all", config={"permissions": {"deny": ["memory_reflection"]}})
+    assert h.session.authorize("memory_reflection", {"fact": "x"}, preview) is False
+    assert "denied by the deny rule memory_reflection" in h.notices
+    assert "Approve" not in h.transcript
+
+    h = harness(approve="none")
+    assert h.session.authorize("memory_reflection", {}, preview) is False
+    assert 'Fact: "prefers tabs"' in h.transcript and "Approve this operation? [y/N] n" in h.transcript
+
+    h = harness(approve="none", mode="bypass")
+    assert h.session.authorize("memory_reflection", {}, preview) is True
+    assert "[Tool: memory_reflection]" in h.transcript and "Approve" not in h.transcript
+    assert h.session.authorize("skill_file", {}, preview, always_ask=True) is False
+    verdicts = [r["verdict"] for r in h.session.log.records if r["type"] == "decision"]
+    assert verdicts == ["allow", "allow"]

@@ -419,25 +419,6 @@ def _current_facts(g, user, project) -> dict:
     return cur
 
 
-def _show(session, title: str, preview) -> None:
-    """A bypass-mode write is shown, not asked (the core has no service for it yet)."""
-    show = getattr(session, "show", None)
-    if callable(show):
-        show(title, preview)
-        return
-    ui = getattr(session, "ui", None)
-    try:
-        from mino_core.confirm import render
-        text = render(preview.fields, preview.notes)
-    except ImportError:  # pragma: no cover
-        text = "\n".join(f'{k}: "{safety.escape(v)}"' for k, v in preview.fields)
-    if ui is not None and hasattr(ui, "show"):
-        ui.tool_call(title)
-        ui.show(text)
-    else:
-        session.notice(f"[{title}]\n{text}")
-
-
 def reflect_run(record, sc: dict, why: str) -> None:
     """One reflection request, the checks, one confirmation, then the writes."""
     from mino_core import Preview
@@ -471,11 +452,11 @@ def reflect_run(record, sc: dict, why: str) -> None:
         notes.append(f"{proposal.inferred} inferred fact(s) were dropped (guesses are not saved).")
     project_label = g.nodes[project].label if project in g.nodes else "this project"
     preview = Preview(fields=reflect.preview_fields(proposal, project_label), notes=notes)
-    if session.mode == "bypass":
-        _show(session, REFLECTION_TITLE, preview)
-        approved = True
-    else:
-        approved = bool(session.confirm(REFLECTION_TITLE, preview))
+    # Model-written text about to persist: the permission decision, like any tool call
+    # (asks outside bypass, shown in bypass, a deny rule on memory_reflection holds).
+    approved = session.authorize(
+        REFLECTION_TITLE, {"facts": [f"{f['scope']} {f['key']}" for f in proposal.facts],
+                           "fixes": len(proposal.fixes)}, preview)
     if not approved:
         with store.write() as req:
             if req.graph.live(ep) is not None:
@@ -504,7 +485,7 @@ def _offer_skill_file(session, mem: Memory, skill: dict, candidate: int, project
     preview = Preview(fields=[("Skill file", str(path)), ("Content", body[:2000])],
                       notes=["A skill file is listed in the instructions of every later "
                              "session in this project."])
-    if not session.confirm(SKILL_TITLE, preview):
+    if not session.authorize(SKILL_TITLE, {"path": str(path)}, preview, always_ask=True):
         return
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -136,7 +136,8 @@ def digest(record, subject_of, profile_facts: list[str]) -> str:
                           and o.call.arguments.get("path")})
         if changed:
             out.append("FILES CHANGED: " + ", ".join(changed[:20]))
-    out.append("ASSISTANT: " + _clip(record.answer, 3000))
+    texts = list(getattr(record, "texts", None) or [record.answer])
+    out.append("ASSISTANT: " + _clip("\n".join(t for t in texts if t), 3000))
     return safety.redact("\n".join(out))[:DIGEST_MAX]
 
 
