@@ -13,6 +13,14 @@ from . import confirm
 
 RESULT_LINES = 20  # tool output lines shown on screen; the model always gets it whole
 
+# Control characters (C0, DEL, C1) other than line breaks and tabs, shown as escapes: text
+# from a model or a file must not move the cursor, recolour or clear the terminal.
+_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0, 32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
+
+
+def terminal_safe(text: str) -> str:
+    return text.translate(_CONTROLS)
+
 
 def clip_lines(text: str, limit: int = RESULT_LINES) -> str:
     lines = text.splitlines()
@@ -42,14 +50,14 @@ class UI:
         self._in_text = True
 
     def text_delta(self, delta: str) -> None:
-        self._write(delta)
+        self._write(terminal_safe(delta))
 
     def reasoning_delta(self, delta: str) -> None:
         if not self._in_reasoning:
             self.end_text()
             self._write("\n(thinking) ")
             self._in_reasoning = True
-        self._write(delta)
+        self._write(terminal_safe(delta))
 
     def end_text(self) -> None:
         if self._in_text or self._in_reasoning:
@@ -71,7 +79,7 @@ class UI:
     def tool_result(self, status: str, text: str) -> None:
         self._write(f"\n[Tool result: {status}]\n")
         if text:
-            self._write(clip_lines(text) + "\n")
+            self._write(terminal_safe(clip_lines(text)) + "\n")
         self._write("\n")
 
     def notice(self, text: str) -> None:

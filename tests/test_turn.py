@@ -198,3 +198,15 @@ def test_reasoning_summary_streams_before_the_answer_and_logs_are_written(harnes
     assert "(thinking) Checking the facts.\n\nAssistant> Paris." in h.transcript
     log = (mino_home / "logs" / "mino.log").read_text()
     assert '"event": "turn_end"' in log and '"ended": "answer"' in log
+
+
+def test_terminal_control_sequences_from_model_or_tools_are_shown_as_escapes(harness, scripted_server):
+    h = harness()
+    (h.session.project_root / "a.txt").write_text("file says \x1b[2J clear")
+    scripted_server.add(call("note_read", path="a.txt"), {"text": "model says \x1b]0;title\x07 hi"})
+    h.turn("go")
+    assert "\x1b" not in h.transcript and "\x07" not in h.transcript
+    assert "file says \\u001b[2J clear" in h.transcript
+    assert "model says \\u001b]0;title\\u0007 hi" in h.transcript
+    # The model and the log get the text as it was.
+    assert "\x1b[2J" in scripted_server.texts()[-1]
