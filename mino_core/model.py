@@ -37,10 +37,18 @@ class Response:
     status: str = "completed"
 
 
-def prewarm() -> threading.Thread:
-    """Import openai in the background so the first request does not wait for it."""
+def prewarm(*also) -> threading.Thread:
+    """Import openai in the background so the first request does not wait for it.
+
+    ``also``: more callables to run in the same thread first (e.g. collecting tools).
+    """
 
     def work() -> None:
+        for task in also:
+            try:
+                task()
+            except Exception:  # noqa: BLE001 - the real use will report it
+                pass
         try:
             import openai  # noqa: F401
         except Exception:  # noqa: BLE001 - the real request will report it

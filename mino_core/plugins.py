@@ -10,6 +10,7 @@ error handling. ``MINO_STRICT_PLUGINS=1`` re-raises instead, for plugin authors 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -93,7 +94,8 @@ class Host:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self.errors: list[str] = []
-        self.tools: dict[str, Tool] = {}
+        self._tools: dict[str, Tool] | None = None
+        self._tools_lock = threading.Lock()
         self.backend: str | None = None
         self.backend_reason = "no memory backend is installed"
         self._inactive: set[str] = set()
@@ -146,10 +148,25 @@ class Host:
         self.errors.append(message)
 
     def finish(self) -> "Host":
-        """Choose the memory backend, then collect tools from the active plugins."""
+        """Choose the memory backend. Tools are collected on first use (``tools``)."""
         self._choose_backend()
-        self._collect_tools()
         return self
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """Every active plugin's tools by name, collected once, on first use.
+
+        Collecting imports each tool plugin's modules; doing it when the first request is
+        built (or in the background while the person types) keeps start-up fast.
+        """
+        return self.collect_tools()
+
+    def collect_tools(self) -> dict[str, Tool]:
+        if self._tools is None:
+            with self._tools_lock:
+                if self._tools is None:
+                    self._tools = self._collect_tools()
+        return self._tools
 
     def _choose_backend(self) -> None:
         offered: dict[str, str] = {}
@@ -180,7 +197,8 @@ class Host:
                 info.status = "inactive"
                 self._inactive.add(name)
 
-    def _collect_tools(self) -> None:
+    def _collect_tools(self) -> dict[str, Tool]:
+        tools: dict[str, Tool] = {}
         owners: dict[str, list[tuple[str, Tool]]] = {}
         for name, result in self._call_all("register_tools", {"context": self.context}):
             for tool in result or []:
@@ -198,8 +216,9 @@ class Host:
                            f"{entries[-1][0]}.")
                 continue
             name, tool = entries[0]
-            self.tools[tool_name] = tool
+            tools[tool_name] = tool
             self.plugins[name].tools.append(tool_name)
+        return tools
 
     # -- calling -------------------------------------------------------------
 

@@ -31,10 +31,11 @@ def _read(prompt: str) -> str:
 
 def repl(agent: Agent, read=_read) -> int:
     announce(agent)
-    # openai takes most of a second to import: do it while the person types the first line.
+    # openai takes most of a second to import and tool plugins load their modules when
+    # tools are first collected: do both while the person types the first line.
     from .model import prewarm
 
-    prewarm()
+    prewarm(agent.host.collect_tools)
     while True:
         try:
             line = read("\nYou> ")

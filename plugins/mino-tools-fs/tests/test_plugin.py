@@ -31,6 +31,7 @@ def call(name, **arguments):
 
 def test_registers_its_tools_on_a_fresh_host(harness):
     host = harness().session.host
+    host.collect_tools()  # tools are collected on first use
     assert host.plugins[NAME].status == "loaded"
     assert sorted(host.plugins[NAME].tools) == TOOLS
     assert not [e for e in host.errors if NAME in e]

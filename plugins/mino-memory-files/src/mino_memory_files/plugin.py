@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from mino_core import hookimpl
 
-from . import store
-from .tools import make_tools
+# store (and yaml) load at the first turn, not when mino imports its plugins at start-up.
 
 NAME = "mino-memory-files"
 
@@ -16,12 +15,16 @@ def memory_backend():
 
 @hookimpl
 def register_tools(context):
+    from .tools import make_tools
+
     return make_tools()
 
 
 @hookimpl
 def front_input(turn):
     """The index, rendered from the folder now; reports skipped files when they change."""
+    from . import store
+
     session = turn.session
     directory = store.memory_dir(session.home)
     scan = store.scan(directory)
@@ -39,6 +42,8 @@ def _report(session, directory, problems) -> None:
         return
     state["reported"] = current
     if current:
+        from . import store
+
         session.notice(store.notice(directory, problems))
 
 

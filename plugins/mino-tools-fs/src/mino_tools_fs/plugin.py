@@ -7,14 +7,17 @@ Bash runs, an unsandboxed one asks). ``plugin_notes`` tells ``mino plugins`` whi
 """
 from __future__ import annotations
 
-from mino_core import PluginContext, Tool, hookimpl
-
 import threading
 
-from . import bash, edits, files, sandbox
+from mino_core import PluginContext, Tool, hookimpl
+
+# The tool modules are imported inside the hooks: mino imports every plugin at start-up,
+# and only collects tools when the first request needs them.
 
 
-def _box(context: PluginContext) -> sandbox.Sandbox | None:
+def _box(context: PluginContext):
+    from . import sandbox
+
     if context.section("tools-fs").get("sandbox", True) is False:
         return None
     return sandbox.detect()
@@ -22,14 +25,18 @@ def _box(context: PluginContext) -> sandbox.Sandbox | None:
 
 @hookimpl
 def register_tools(context: PluginContext) -> list[Tool]:
-    # Probing for the sandbox starts a process (about 10 ms): do it in the background while
-    # the person types; the Bash description asks for the answer when the first request is built.
+    from . import bash, edits, files
+
+    # Probing for the sandbox starts a process (about 10 ms): do it in the background; the
+    # Bash description asks for the answer when the first request is built.
     threading.Thread(target=_box, args=(context,), name="mino-sandbox-probe", daemon=True).start()
     return [*files.tools(), *edits.tools(), bash.tool(lambda: _box(context))]
 
 
 @hookimpl
 def plugin_notes(context: PluginContext) -> list[str]:
+    from . import sandbox
+
     if context.section("tools-fs").get("sandbox", True) is False:
         return ["sandbox turned off (tools-fs.sandbox: false in config.yaml): every Bash command asks"]
     return [sandbox.status_line(sandbox.detect())]
