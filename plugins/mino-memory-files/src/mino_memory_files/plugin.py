@@ -28,9 +28,7 @@ def front_input(turn):
     session = turn.session
     directory = store.memory_dir(session.home)
     scan = store.scan(directory)
-    # Older cores also rendered front input to size a compaction; only a real turn reports.
-    if getattr(turn, "purpose", "turn") == "turn":
-        _report(session, directory, scan.problems)
+    _report(session, directory, scan.problems)
     return scan.text or None
 
 
