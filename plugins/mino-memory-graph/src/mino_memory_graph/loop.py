@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import OrderedDict
 from pathlib import Path
 
@@ -395,11 +396,29 @@ def end(record) -> None:
         for nid in credit.votes(g, sc["recalled"], info.user_text or "", _evidence(record)):
             if g.live(nid) is not None:
                 req.mark_useful(nid, True)
-    if _section(info.session.config).get("reflect", "auto") in (False, "off", "no"):
+    if _section(info.session.config).get("reflect", "auto") not in (False, "off", "no"):
+        ok, why = reflect.worth_reflecting(record)
+        if ok:
+            reflect_run(record, sc, why)
+    _save_cache_in_background(store)
+
+
+def _save_cache_in_background(store) -> None:
+    """Keep the derived cache fresh so the next process opens a large graph fast.
+
+    Only after enough operations (``Store.maybe_save_cache``); written in a thread so the
+    turn ends at once, and not a daemon, so leaving mino lets it finish (the write is
+    atomic either way). The store's lock makes the next turn wait for it if needed.
+    """
+    from .store import CACHE_MIN_OPS
+
+    if not store.use_cache or store.ops_since_cache < CACHE_MIN_OPS:
         return
-    ok, why = reflect.worth_reflecting(record)
-    if ok:
-        reflect_run(record, sc, why)
+    if getattr(store, "_saving", None) is not None and store._saving.is_alive():
+        return
+    store._saving = threading.Thread(target=store.maybe_save_cache, args=(CACHE_MIN_OPS,),
+                                     name="mnemo-cache-save")
+    store._saving.start()
 
 
 REFLECTION_TITLE = "memory_reflection"
