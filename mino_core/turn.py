@@ -77,9 +77,12 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
                 break
             for raw in response.calls:
                 if len(outcomes) >= MAX_TOOL_CALLS:
-                    result = ToolResult.failed(
-                        f"Not run: this turn reached its limit of {MAX_TOOL_CALLS} tool calls.")
-                    _finish(session, info, _parse(raw), result, "deny", outcomes, record=False)
+                    # Not run, so no outcome for plugins (it is not the tool's failure); the
+                    # log still needs an output for every call the model made.
+                    session.log.append({
+                        "type": "function_call_output", "call_id": raw.get("call_id", ""),
+                        "status": Status.FAILED.value,
+                        "output": f"Not run: this turn reached its limit of {MAX_TOOL_CALLS} tool calls."})
                     ended = "tool_limit"
                     continue
                 execute(session, info, raw, outcomes)
@@ -220,11 +223,10 @@ def decide(session: Session, call: ToolCall, tool: Tool) -> Decision:
 
 
 def _finish(session: Session, info: TurnInfo, call: ToolCall, result: ToolResult, decision: str,
-            outcomes: list[ToolOutcome], approved: bool = False, record: bool = True) -> None:
+            outcomes: list[ToolOutcome], approved: bool = False) -> None:
     session.log.append({"type": "function_call_output", "call_id": call.call_id,
                         "status": result.status.value, "output": result.output})
     session.ui.tool_result(result.status.value, result.output)
     outcome = ToolOutcome(call=call, result=result, decision=decision, approved_by_user=approved)
-    if record:
-        outcomes.append(outcome)
+    outcomes.append(outcome)
     session.host.notify("tool_outcome", outcome=outcome, turn=info)

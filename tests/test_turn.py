@@ -105,6 +105,8 @@ def test_tool_call_limit_answers_every_call(harness, scripted_server, conversati
     outputs = [r["call_id"] for r in conversation(h) if r["type"] == "function_call_output"]
     assert sorted(calls) == sorted(outputs) and len(calls) == 20
     assert "limit of 16 tool calls" in h.transcript
+    # Calls that were not run are not outcomes of a tool (no steering on them).
+    assert h.transcript.count("[Tool: note_read]") == 16
 
 
 def test_retries_service_errors_and_dropped_streams(harness, scripted_server, conversation):
