@@ -10,6 +10,6 @@ for dir in plugins/*/; do
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[test]" -e "$dir" </dev/null
   echo "== $name alone"
-  (cd "$dir" && MINO_STRICT_PLUGINS=1 "../../$venv/bin/python" -m pytest -q -p no:cacheprovider \
-      --import-mode=importlib tests </dev/null)
+  (cd "$dir" && MINO_STRICT_PLUGINS=1 "../../$venv/bin/python" -m pytest \
+      tests </dev/null)
 done
