@@ -43,7 +43,10 @@ class Agent:
     def _attach(self, log: SessionLog, mode: str) -> Session:
         self.session = Session(home=self.home, project_root=self.project_root, config=self.config,
                                host=self.host, ui=self.ui, client=self.client, log=log, mode=mode)
-        # A session switch: plugins re-announce their problems at the next turn.
+        reason = self.session.manual_only()
+        if mode != "manual" and reason:
+            self.ui.notice(f"Starting in manual mode, not {mode}: {reason}.")
+            self.session.mode = "manual"
         return self.session
 
     def new_session(self, mode: str | None = None) -> Session:

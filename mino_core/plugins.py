@@ -262,6 +262,9 @@ class Host:
         errors, self.errors = self.errors, []
         return errors
 
+    def failed_plugins(self) -> list[str]:
+        return [name for name, info in self.plugins.items() if info.status == "failed"]
+
     def memory_plugin(self) -> str | None:
         return next((n for n, i in self.plugins.items() if i.backend and i.backend == self.backend
                      and i.status == "loaded"), None)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .agent import Agent, SessionNotFound
-from .permissions import MODES
+from .permissions import MODES, normalise_mode
 from .sessionlog import list_sessions
 from .turn import run_turn
 
@@ -101,7 +101,7 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
             ui.line(f"Permission mode: {agent.session.mode}. Modes: {', '.join(MODES)}.")
         elif agent.session.set_mode(arg):
             ui.line(f"Permission mode: {agent.session.mode}.")
-        else:
+        elif normalise_mode(arg) is None:
             ui.notice(f"Unknown mode {arg!r}. Modes: {', '.join(MODES)}.")
     elif name == "/compact":
         from .compaction import compact_command

@@ -96,11 +96,31 @@ class Session:
 
     # -- state ---------------------------------------------------------------
 
+    def manual_only(self) -> str | None:
+        """Why only manual mode is safe now, or None.
+
+        A plugin that failed to load may have been one that denies calls (a policy plugin):
+        without it, only the mode that asks before every write is safe.
+        """
+        failed = self.host.failed_plugins()
+        if not failed:
+            return None
+        names = ", ".join(failed)
+        return (f"plugin {names} failed to load, so mino stays in manual mode (it may have been "
+                f"a permission plugin); fix it, or set MINO_DISABLE_PLUGINS={failed[0]} to run "
+                "without it")
+
     def set_mode(self, name: str) -> str | None:
+        """Set the permission mode; None for an unknown name or a mode that is not safe now."""
         mode = normalise_mode(name)
-        if mode is not None:
-            self.mode = mode
-            self.log.append({"type": "mode", "mode": mode})
+        if mode is None:
+            return None
+        reason = self.manual_only()
+        if mode != "manual" and reason:
+            self.notice(f"Cannot switch to {mode}: {reason}.")
+            return None
+        self.mode = mode
+        self.log.append({"type": "mode", "mode": mode})
         return mode
 
     def tool_context(self) -> ToolContext:

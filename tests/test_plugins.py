@@ -155,3 +155,18 @@ def test_plugin_notes_are_collected_per_plugin(make_plugins):
     eps = make_plugins(noted="from mino_core import hookimpl\n@hookimpl\ndef plugin_notes(context):\n    return ['no sandbox found']\n")
     host = host_for(eps)
     assert host.call("plugin_notes", context=host.context) == [("noted", ["no sandbox found"])]
+
+
+def test_a_failed_plugin_keeps_mino_in_manual_mode(make_plugins, scripted_server, mino_home, project):
+    """It may have been a plugin that denies calls: only the asking mode is safe without it."""
+    from mino_core.testing import Harness
+
+    eps = make_plugins(guard="raise ImportError('guard needs a missing package')")
+    host = host_for(eps)
+    h = Harness(scripted_server, mino_home, project, mode="bypass", config={})
+    h.agent.host = host
+    session = h.agent.new_session("bypass")
+    assert session.mode == "manual"
+    assert "Starting in manual mode, not bypass: plugin guard failed to load" in h.notices
+    assert session.set_mode("accept-edits") is None and session.mode == "manual"
+    assert "MINO_DISABLE_PLUGINS=guard" in h.notices
