@@ -231,8 +231,10 @@ class Host:
             key=lambda i: i.plugin_name,
         )
 
-    def _call_all(self, hook: str, kwargs: dict[str, Any], include_inactive: bool = False):
-        """Call each implementation alone; yield (plugin, result). Failures are contained."""
+    def _call_all(self, hook: str, kwargs: dict[str, Any], include_inactive: bool = False,
+                  failed: list[str] | None = None):
+        """Call each implementation alone; yield (plugin, result). Failures are contained
+        (and their plugin names appended to ``failed`` when given)."""
         for impl in self._impls(hook, include_inactive):
             args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
             started = time.perf_counter()
@@ -244,6 +246,8 @@ class Host:
                 log.warning("hook_failed", hook=hook, plugin=impl.plugin_name,
                             error=_short_error(exc), exc_info=True)
                 self.errors.append(f"Plugin {impl.plugin_name} failed in {hook}: {_short_error(exc)}")
+                if failed is not None:
+                    failed.append(impl.plugin_name)
                 continue
             if _tracing():
                 log.info("hook_call", hook=hook, plugin=impl.plugin_name,
@@ -253,6 +257,17 @@ class Host:
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Every active implementation's non-None result, as (plugin name, result)."""
         return [(n, r) for n, r in self._call_all(hook, kwargs) if r is not None]
+
+    def votes(self, **kwargs: Any) -> list[Any]:
+        """Every ``decide_permission`` vote. A policy that fails votes "ask": a lost vote
+        might have been a deny, so the person decides instead of the remaining plugins."""
+        from .permissions import Decision
+
+        failed: list[str] = []
+        votes = [r for _, r in self._call_all("decide_permission", kwargs, failed=failed)
+                 if isinstance(r, Decision)]
+        votes += [Decision.ask(f"plugin {name} failed while deciding") for name in failed]
+        return votes
 
     def notify(self, hook: str, **kwargs: Any) -> None:
         for _ in self._call_all(hook, kwargs):

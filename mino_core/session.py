@@ -74,9 +74,7 @@ class Session:
         tool = Tool(name=name, description="", parameters={"type": "object"},
                     run=lambda args, ctx: ToolResult.failed("not a tool"))
         call = ToolCall(call_id="", name=name, arguments=arguments)
-        votes = [v for _, v in self.host.call("decide_permission", call=call, tool=tool,
-                                              mode=self.mode, session=self)]
-        decision = combine([v for v in votes if hasattr(v, "verdict")])
+        decision = combine(self.host.votes(call=call, tool=tool, mode=self.mode, session=self))
         self.log.append({"type": "decision", "call_id": "", "name": name,
                          "verdict": decision.verdict, "reason": decision.reason})
         if decision.verdict == DENY:

@@ -216,10 +216,7 @@ def _preview(tool: Tool, arguments: dict[str, Any], ctx) -> Preview:
 
 
 def decide(session: Session, call: ToolCall, tool: Tool) -> Decision:
-    votes = [v for _, v in session.host.call("decide_permission", call=call, tool=tool,
-                                             mode=session.mode, session=session)
-             if isinstance(v, Decision)]
-    return combine(votes)
+    return combine(session.host.votes(call=call, tool=tool, mode=session.mode, session=session))
 
 
 def _finish(session: Session, info: TurnInfo, call: ToolCall, result: ToolResult, decision: str,

@@ -85,3 +85,22 @@ def test_a_plugins_own_write_passes_the_permission_decision(harness):
     assert h.session.authorize("skill_file", {}, preview, always_ask=True) is False
     verdicts = [r["verdict"] for r in h.session.log.records if r["type"] == "decision"]
     assert verdicts == ["allow", "allow"]
+
+
+def test_a_policy_plugin_that_crashes_makes_the_call_ask(harness, scripted_server, monkeypatch):
+    from mino_core import hookimpl
+
+    class Broken:
+        @hookimpl
+        def decide_permission(self, call, tool, mode, session):
+            raise RuntimeError("policy bug")
+
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino.skills,notes,broken")
+    monkeypatch.delenv("MINO_STRICT_PLUGINS", raising=False)  # containment is the point here
+    h = harness(mode="bypass", approve="none")
+    h.agent.host.register("broken", Broken())
+    scripted_server.add({"calls": [{"name": "note_send", "arguments": {"path": "x"}}]}, {"text": "ok"})
+    record = h.turn("go")
+    assert record.outcomes[0].result.status.value == "denied"
+    assert "Approve this operation?" in h.transcript
+    assert "broken failed in decide_permission: RuntimeError: policy bug" in h.notices
