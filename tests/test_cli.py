@@ -147,3 +147,30 @@ def test_repl_transcript_through_a_pseudo_terminal(tmp_path, scripted_server):
     term.send("/exit")
     assert term.close() == 0
     assert scripted_server.failures == []
+
+
+def test_eval_live_runs_only_live_cases_against_the_configured_model(tmp_path, scripted_server):
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "live-hello.yaml").write_text(
+        "live: true\nturns: ['Say hello.']\nscript: [{text: 'unused in live runs'}]\n"
+        "graders:\n  - answer_contains: Hello\n  - request_contains: {index: 1, text: never checked live}\n")
+    (cases / "scripted-only.yaml").write_text("turns: ['x']\nscript: [{text: 'y'}]\n")
+    scripted_server.add({"require": "Say hello.", "text": "Hello there."})
+    result = run(["eval", str(cases), "--live"], tmp_path / "home", MINO_BASE_URL=scripted_server.base_url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "live-hello  PASS" in result.stdout and "scripted-only" not in result.stdout
+    assert "evals: 1 passed, 0 failed" in result.stdout
+
+
+def test_eval_reports_failures_with_reasons_and_exit_code(tmp_path):
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "wrong.yaml").write_text(
+        "turns: ['hi']\nscript: [{require: 'absent text', text: 'x'}]\n")
+    (cases / "broken.yaml").write_text("turns: [unclosed\n")
+    result = run(["eval", str(cases)], tmp_path / "home")
+    assert result.returncode == 1
+    assert "wrong   FAIL  scripted server: request 1 does not contain required text 'absent text'" in result.stdout
+    assert "broken  FAIL  cannot read case" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
