@@ -80,7 +80,6 @@ class UI:
         self._write(f"\n[Tool result: {status}]\n")
         if text:
             self._write(terminal_safe(clip_lines(text)) + "\n")
-        self._write("\n")
 
     def notice(self, text: str) -> None:
         self.end_text()
