@@ -162,6 +162,7 @@ def graph_from_columns(cols: dict, bodies) -> Graph:
         n.useful = us
         n.unhelpful = un
         n._state = None
+        n._keys = None
         n._body = (bodies, boff[i], boff[i + 1])
         gn[id] = n
         if kind == "Entity" and label.startswith(PROJECT_PREFIX):

@@ -67,8 +67,11 @@ class Fact:
 
 
 class Node:
+    # ``_keys``: the active facts by key (see ``key_index``); None until a supersede
+    # needs it, False when two facts share an id (then scans decide). Every fact handler
+    # keeps a built index current; code that replaces ``facts`` resets it to None.
     __slots__ = ("id", "kind", "area", "label", "facts", "log", "context", "created_at",
-                 "deleted", "useful", "unhelpful", "_state")
+                 "deleted", "useful", "unhelpful", "_state", "_keys")
 
     def __init__(self, id, kind, label, at, area=None):
         self.id = id
@@ -84,12 +87,17 @@ class Node:
         self.useful = 0
         self.unhelpful = 0
         self._state: str | None = None
+        self._keys = None
 
     def active_facts(self):
         return [f for f in self.facts if f.active]
 
     def fact(self, key: str) -> Fact | None:
-        """The current (active) fact under ``key``, if any."""
+        """The current (active) fact under ``key``, if any (the first, when several)."""
+        keys = self._keys
+        if keys.__class__ is dict:
+            f = keys.get(key)
+            return f[0] if f.__class__ is list else f
         for f in self.facts:
             if f.active and f.key == key:
                 return f
@@ -100,6 +108,44 @@ class Node:
 
 
 _FACTS, _LOG, _CONTEXT = Node.__dict__["facts"], Node.__dict__["log"], Node.__dict__["context"]
+
+
+def key_index(facts) -> dict | bool:
+    """key -> its active Fact, or the list of them in ``facts`` order when several.
+
+    False when two facts share an id: "the fact with id X" is then the first in list
+    order, which only a scan finds.
+    """
+    keys: dict = {}
+    ids = set()
+    for f in facts:
+        ids.add(f.id)
+        if f.active:
+            cur = keys.get(f.key)
+            if cur is None:
+                keys[f.key] = f
+            elif cur.__class__ is list:
+                cur.append(f)
+            else:
+                keys[f.key] = [cur, f]
+    return keys if len(ids) == len(facts) else False
+
+
+def _index_fact(n: "Node", keys: dict, f: "Fact", fresh_id: bool) -> None:
+    """Record a new active fact (not yet appended to ``n.facts``) in ``n``'s index.
+
+    ``fresh_id``: its id is above every fact id of the graph, so it cannot collide.
+    """
+    if not fresh_id and any(x.id == f.id for x in n.facts):
+        n._keys = False
+        return
+    cur = keys.get(f.key)
+    if cur is None:
+        keys[f.key] = f
+    elif cur.__class__ is list:
+        cur.append(f)
+    else:
+        keys[f.key] = [cur, f]
 
 
 class LazyNode(Node):
@@ -135,6 +181,7 @@ class LazyNode(Node):
         if self._body is not None:
             self._materialise()
         _FACTS.__set__(self, v)
+        self._keys = None
 
     def _get_log(self):
         if self._body is not None:
@@ -286,7 +333,11 @@ class Graph:
     def _add_fact(self, b):
         n = self._node(b["node"])
         key, value, fid, at = b["key"], b["value"], b["fact_id"], b["at"]
-        n.facts.append(Fact(fid, key, value, at))
+        f = Fact(fid, key, value, at)
+        keys = n._keys
+        if keys.__class__ is dict:
+            _index_fact(n, keys, f, fid >= self.next_fact)
+        n.facts.append(f)
         n.log.append((at, "fact_added", f"{key}: {value}"))
         if fid >= self.next_fact:
             self.next_fact = fid + 1
@@ -294,32 +345,8 @@ class Graph:
 
     def _supersede_fact(self, b):
         n = self._node(b["node"])
-        old_id, new_key, new_id = b["old_fact"], b["new_key"], b["new_fact_id"]
-        old = None
-        for f in n.facts:
-            if f.id == old_id:
-                old = f
-                break
-        if old is None:
-            raise ApplyError(f"fact {old_id} not on node {n.id}")
-        old.active = False
-        old.superseded_by = new_id
-        # One current value per key: every other live copy under the new key retires too.
-        also = 0
-        for f in n.facts:
-            if f.active and f.key == new_key:
-                f.active = False
-                f.superseded_by = new_id
-                also += 1
-        at, value = b["at"], b["new_value"]
-        n.facts.append(Fact(new_id, new_key, value, at))
-        if also:
-            detail = f"{old_id} (+{also} other live '{new_key}') -> {new_id}: {value}"
-        else:
-            detail = f"{old_id} -> {new_id}: {value}"
-        n.log.append((at, "fact_superseded", detail))
-        if new_id >= self.next_fact:
-            self.next_fact = new_id + 1
+        _supersede(self, n, b["old_fact"], b["new_key"], b["new_value"], b["new_fact_id"],
+                   b["at"])
         self._touch(n)
 
     def _set_area(self, b):
@@ -545,6 +572,70 @@ class Graph:
         }
 
 
+def _supersede(g: "Graph", n: Node, old, key, value, fid, at) -> None:
+    """SupersedeFact on ``n``: through the key index when the target is the key's only
+    live value (the usual case), else by one scan of the node's facts."""
+    keys = n._keys
+    if keys is None:
+        keys = n._keys = key_index(n.facts)
+    if keys.__class__ is dict:
+        cur = keys.get(key)
+        # ids are unique on this node (else keys is False): cur is *the* fact ``old``
+        if cur is not None and cur.__class__ is not list and cur.id == old:
+            cur.active = False
+            cur.superseded_by = fid
+            f = Fact(fid, key, value, at)
+            if fid >= g.next_fact:
+                g.next_fact = fid + 1
+                keys[key] = f
+            elif any(x.id == fid for x in n.facts):
+                n._keys = False
+            else:
+                keys[key] = f
+            n.facts.append(f)
+            n.log.append((at, "fact_superseded", f"{old} -> {fid}: {value}"))
+            return
+    _supersede_scan(g, n, old, key, value, fid, at)
+
+
+def _supersede_scan(g: "Graph", n: Node, old, key, value, fid, at) -> None:
+    """The general case: the target is the first fact with id ``old`` (live or not) and
+    every other live fact under ``key`` retires too (one current value per key).
+    Raises ApplyError before changing anything."""
+    facts = n.facts
+    target = None
+    same = None
+    for f in facts:
+        if target is None and f.id == old:
+            target = f
+        elif f.active and f.key == key:
+            if same is None:
+                same = [f]
+            else:
+                same.append(f)
+    if target is None:
+        raise ApplyError(f"fact {old} not on node {n.id}")
+    target.active = False
+    target.superseded_by = fid
+    also = 0
+    if same:
+        for f in same:
+            if f.active:
+                f.active = False
+                f.superseded_by = fid
+                also += 1
+    facts.append(Fact(fid, key, value, at))
+    if also:
+        detail = f"{old} (+{also} other live '{key}') -> {fid}: {value}"
+    else:
+        detail = f"{old} -> {fid}: {value}"
+    n.log.append((at, "fact_superseded", detail))
+    if n._keys is not False:
+        n._keys = None  # rebuilt by the next supersede
+    if fid >= g.next_fact:
+        g.next_fact = fid + 1
+
+
 def _replay_handlers(g: "Graph") -> dict:
     from .ops import EDGE_KIND_SET, FAST_CHECKS, NODE_KIND_SET, U64_MAX as U
 
@@ -597,7 +688,14 @@ def _replay_handlers(g: "Graph") -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        n.facts.append(new_fact(fid, key, value, at))
+        f = new_fact(fid, key, value, at)
+        keys = n._keys
+        if keys.__class__ is dict:
+            if fid >= g.next_fact and key not in keys:
+                keys[key] = f
+            else:
+                _index_fact(n, keys, f, fid >= g.next_fact)
+        n.facts.append(f)
         n.log.append((at, "fact_added", f"{key}: {value}"))
         if fid >= g.next_fact:
             g.next_fact = fid + 1
@@ -623,36 +721,7 @@ def _replay_handlers(g: "Graph") -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        facts = n.facts
-        target = None
-        same = None
-        for f in facts:
-            if target is None and f.id == old:
-                target = f
-            elif f.active and f.key == key:
-                if same is None:
-                    same = [f]
-                else:
-                    same.append(f)
-        if target is None:
-            raise ApplyError(f"fact {old} not on node {node}")
-        target.active = False
-        target.superseded_by = fid
-        also = 0
-        if same:
-            for f in same:
-                if f.active:
-                    f.active = False
-                    f.superseded_by = fid
-                    also += 1
-        facts.append(new_fact(fid, key, value, at))
-        if also:
-            detail = f"{old} (+{also} other live '{key}') -> {fid}: {value}"
-        else:
-            detail = f"{old} -> {fid}: {value}"
-        n.log.append((at, "fact_superseded", detail))
-        if fid >= g.next_fact:
-            g.next_fact = fid + 1
+        _supersede(g, n, old, key, value, fid, at)
         n._state = None
         dirty_add(node)
 
