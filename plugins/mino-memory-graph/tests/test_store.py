@@ -4,9 +4,12 @@ import os
 import stat
 
 import pytest
+from hypothesis import example, given, settings, strategies as st
 
+from mino_memory_graph import model as _model
 from mino_memory_graph import ops
 from mino_memory_graph.cache import same_graph
+from mino_memory_graph.journal import Report, fold
 from mino_memory_graph.model import ApplyError, CLOCK_START, Graph
 from mino_memory_graph.store import MemoryError_, Store
 
@@ -183,6 +186,48 @@ def test_quarantine_bad_lines_and_blank_padding(jpath):
     assert max(len(r["raw"]) for r in recs) < 4200 and "truncated" in recs[-1]["raw"]
 
 
+def test_lines_that_only_parse_together_are_each_quarantined(jpath):
+    """Two bad lines that would form one valid op if read as one text (and a third
+    that makes the count come out right) never apply: each line is judged alone."""
+    s = Store.open(jpath)
+    build(s)
+    good = jpath.read_bytes()
+    bad = (b'{"CreateNode":{"id":7,"kind":"Aspect","label":"}\n'
+           b'{","at":1700000000077}}\n'
+           b'1,2\n')
+    jpath.write_bytes(good + bad)
+    s2 = Store.open(jpath, use_cache=False)
+    assert same_graph(s2.graph, s.graph) and 7 not in s2.graph.nodes
+    assert s2.report.quarantined == 3
+
+
+def test_offsets_across_chunks_and_non_ascii(jpath, monkeypatch):
+    """Tiny chunks, non-ASCII text, a non-UTF-8 line, bad and unappliable lines: every
+    reported offset is the line's byte offset, and the graph is the one-chunk graph."""
+    from mino_memory_graph import journal as jmod
+
+    lines = []
+    for i in range(1, 40):
+        lines.append(ops.encode(*ops.create_node(i, "Aspect", f"n\u00e9{i} \u2603", 10 + i)))
+        lines.append(ops.encode(*ops.add_fact(i, i, "k", "v\u00fc" * (i % 5), 10 + i)))
+    lines.insert(7, b"not json\n")
+    lines.insert(30, b"\xff\xfe\n")
+    lines.insert(50, ops.encode(*ops.add_fact(999, 500, "k", "v", 99)))  # no such node
+    lines.insert(61, b"\n")
+    data = b"".join(lines)
+    starts = [sum(len(x) for x in lines[:i]) for i in range(len(lines))]
+    results = []
+    for chunk in (1 << 18, 1, 97):
+        monkeypatch.setattr(jmod, "CHUNK", chunk)
+        g, rep, bad = Graph(), Report(), []
+        fold(data, g, 1000, rep, bad)
+        assert [b["offset"] for b in bad] == [1000 + starts[7], 1000 + starts[30]]
+        assert [k["offset"] for k in rep.skips] == [1000 + starts[50]]
+        assert (rep.ops, rep.applied, rep.skipped, rep.blank) == (79, 78, 1, 1)
+        results.append(g)
+    assert same_graph(results[0], results[1]) and same_graph(results[0], results[2])
+
+
 def test_unappliable_line_skipped_with_warning(jpath, caplog):
     s = Store.open(jpath)
     build(s)
@@ -314,10 +359,6 @@ def test_cached_nodes_load_lazily_and_round_trip(jpath):
 
 # --- the per-node index of active facts by key ------------------------------------------
 
-from hypothesis import example, given, settings, strategies as st  # noqa: E402
-
-from mino_memory_graph import model as _model  # noqa: E402
-from mino_memory_graph.journal import Report, fold  # noqa: E402
 
 _FACT_OP = st.one_of(
     st.tuples(st.just("add"), st.integers(1, 2), st.integers(1, 6), st.sampled_from("kkj"),

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import ops as _ops
-from .model import INVALID, ApplyError, Graph
+from .model import ApplyError, Graph
 
 log = logging.getLogger("mino.memory.graph")
 
@@ -214,30 +214,7 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
             gc.enable()
 
 
-BLOCK = 2048  # lines parsed by one json.loads call
-
-
-class _Offsets:
-    """Byte offset of line ``i`` of a block, computed only when a report needs one."""
-
-    __slots__ = ("lines", "ascii", "i", "pos")
-
-    def __init__(self, lines, base: int, ascii: bool):
-        self.lines, self.ascii, self.i, self.pos = lines, ascii, 0, base
-
-    def at(self, i: int) -> int:
-        lines, pos = self.lines, self.pos
-        if i < self.i:  # never needed in practice: reports come in line order
-            self.i, pos = 0, pos - sum(self._len(x) + 1 for x in lines[:self.i])
-        for j in range(self.i, i):
-            pos += self._len(lines[j]) + 1
-        self.i, self.pos = i, pos
-        return pos
-
-    def _len(self, line) -> int:
-        if self.ascii or line.__class__ is bytes or line.isascii():
-            return len(line)
-        return len(line.encode("utf-8", "surrogatepass"))
+CHUNK = 1 << 18  # bytes decoded at once (whole lines, about 2,000 of them)
 
 
 def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict]) -> None:
@@ -246,76 +223,75 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict])
     Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
     operations that cannot apply are skipped with a warning. Never raises for content.
 
-    Fast path: ``BLOCK`` lines are parsed by one ``json.loads`` of ``[line,line,...]``
-    and each op goes straight to its replay handler, which checks the fields inline
-    (``Graph.replay_handlers``). A block that does not parse as exactly one value per
-    line (a bad line, a blank line) is parsed line by line instead, so a bad line
-    still quarantines only itself; an element its handler refuses is re-judged by
-    ``ops.validate``. (A single bad line between good ones can never parse as part of
-    a block of the right length: good lines are complete values.)
+    Fast path: ``data`` is decoded a chunk of whole lines at a time, and each line is
+    parsed where it lies (``scan_once`` at its first character; the value must end
+    right at the newline, so an op is only ever judged on its own line) and goes
+    straight to its replay handler, which checks the fields inline
+    (``Graph.replay_handlers``). No line list, no per-line string: the parse is the
+    only copy. A line the fast path does not take (not one JSON object with one key,
+    padding, a body its handler refuses, a chunk that is not UTF-8) is judged alone by
+    the per-line path (``_fold_lines``).
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None:
-        lines = text.split("\n")
-        ascii = text.isascii()
-    else:
-        lines = data.split(b"\n")
-        ascii = False
-    if lines and not lines[-1]:
-        lines.pop()
-    offs = _Offsets(lines, base, ascii)
     rh = graph.replay_handlers
-    loads = json.loads
-    skipped = 0
-    done = 0  # lines handled on the per-line path or refused (not counted as applied)
-    total = 0
-    n_lines = len(lines)
-    block = BLOCK if text is not None else n_lines or 1
-    for s in range(0, n_lines, block):
-        chunk = lines[s: s + block]
-        objs = None
-        if text is not None:
-            try:
-                objs = loads("[" + ",".join(chunk) + "]")
-                if len(objs) != len(chunk):
-                    objs = None
-            except Exception:  # noqa: BLE001 - a bad line somewhere: go line by line
-                objs = None
-        if objs is None:
-            res = _fold_lines(chunk, graph, offs.at(s), report, bad)
-            skipped += res[0]
-            done += res[1]
-            total += res[2]
+    scan = _scan_once
+    popitem = dict.popitem
+    applied = skipped = 0
+    size = len(data)
+    start = 0
+    while start < size:
+        stop = data.find(b"\n", start + CHUNK)
+        stop = size if stop < 0 else stop + 1
+        chunk = data[start:stop] if start or stop < size else data
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError:
+            lines = chunk.split(b"\n")
+            if not lines[-1]:
+                lines.pop()
+            sk, ap = _fold_lines(lines, graph, base + start, report, bad)
+            skipped += sk
+            applied += ap
+            start = stop
             continue
-        total += len(objs)
-        i = s
-        for obj in objs:
-            name = body = None
+        ascii = text.isascii()
+        end = len(text)
+        n_lines = text.count("\n") + (not text.endswith("\n"))
+        alone = sk = 0  # lines judged alone; ops skipped here
+        pos = 0
+        while pos < end:
             try:
-                name, body = obj.popitem()
-                r = rh[name](body) if not obj else INVALID
+                obj, nxt = scan(text, pos)
+                if text[nxt] == "\n":
+                    name, body = popitem(obj)
+                    if not obj and rh[name](body) is None:
+                        pos = nxt + 1
+                        continue
             except ApplyError as e:
-                skipped += 1
-                _skip(report, offs.at(i), name, e)
-                i += 1
+                sk += 1
+                _skip(report, base + start + _bytes_at(text, pos, ascii), name, e)
+                pos = nxt + 1
                 continue
-            except Exception:  # noqa: BLE001 - not an op: re-judged below
-                r = INVALID
-            if r is not None:
-                if obj.__class__ is dict and name is not None:
-                    obj[name] = body  # put back what popitem took
-                sk, ap = _slow_one(obj, lines[i], graph, offs, i, report, bad)
-                skipped += sk
-                if not (sk or ap):
-                    done += 1  # quarantined
-            i += 1
-    applied = total - skipped - done
+            except Exception:  # noqa: BLE001 - not an op as it stands: judged alone below
+                pass
+            nl = text.find("\n", pos)
+            nl = end if nl < 0 else nl
+            s1, a1 = _fold_lines((text[pos:nl],), graph,
+                                 base + start + _bytes_at(text, pos, ascii), report, bad)
+            skipped += s1
+            applied += a1
+            alone += 1
+            pos = nl + 1
+        applied += n_lines - alone - sk
+        skipped += sk
+        start = stop
     report.applied += applied
     report.skipped += skipped
     report.ops += applied + skipped
+
+
+def _bytes_at(text: str, pos: int, ascii: bool) -> int:
+    """Byte offset of character ``pos`` of ``text`` once encoded."""
+    return pos if ascii else len(text[:pos].encode("utf-8", "surrogatepass"))
 
 
 def _skip(report: Report, offset: int, name: str, e: Exception) -> None:
@@ -324,31 +300,9 @@ def _skip(report: Report, offset: int, name: str, e: Exception) -> None:
     log.warning("journal: skipping unappliable %s at byte %d: %s", name, offset, e)
 
 
-def _slow_one(obj, line, graph, offs, i, report, bad) -> tuple[int, int]:
-    """One element the fast path refused: quarantine it, or apply it the plain way.
-
-    Returns ``(skipped, applied)``.
-    """
-    why = _ops.validate(obj)
-    start = offs.at(i)
-    if why is not None:
-        bad.append({"reason": why, "raw": _cap_raw(line, offs._len(line)), "offset": start})
-        return 0, 0
-    ((name, body),) = obj.items()
-    at = body["at"]
-    if at >= graph.clock:
-        graph.clock = at + 1
-    try:
-        graph.handlers[name](body)
-        return 0, 1
-    except ApplyError as e:
-        _skip(report, start, name, e)
-        return 1, 0
-
-
 def _fold_lines(lines, graph: Graph, base: int, report: Report,
-                bad: list[dict]) -> tuple[int, int, int]:
-    """The per-line path: returns ``(skipped, not applied, ops counted)``."""
+                bad: list[dict]) -> tuple[int, int]:
+    """The per-line path (str or bytes lines): returns ``(skipped, applied)``."""
     handlers = graph.handlers
     clock = graph.clock
     scan = _scan_once
@@ -398,7 +352,7 @@ def _fold_lines(lines, graph: Graph, base: int, report: Report,
             skipped += 1
             _skip(report, start, name, e)
     graph.clock = clock
-    return skipped, 0, applied + skipped
+    return skipped, applied
 
 
 def parse_one(line: str):
