@@ -207,9 +207,14 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
     # would otherwise run hundreds of times for nothing (it doubles replay time).
     enabled = gc.isenabled()
     gc.disable()
+    # Into an empty graph (a cold open): every node the fold leaves is new, so dirty
+    # marks are set once at the end instead of by every op.
+    fresh = not graph.nodes and not graph.edges
     try:
-        _fold(data, graph, base, report, bad)
+        _fold(data, graph, base, report, bad, not fresh)
     finally:
+        if fresh:
+            graph.dirty.update(graph.nodes)
         if enabled:
             gc.enable()
 
@@ -217,7 +222,8 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
 CHUNK = 1 << 18  # bytes decoded at once (whole lines, about 2,000 of them)
 
 
-def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict]) -> None:
+def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict],
+          track: bool = True) -> None:
     """Parse complete lines of ``data`` (which starts at byte ``base``) and apply them.
 
     Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
@@ -232,7 +238,7 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict])
     padding, a body its handler refuses, a chunk that is not UTF-8) is judged alone by
     the per-line path (``_fold_lines``).
     """
-    rh = graph.replay_handlers
+    rh = graph.replay_handlers_for(track)
     scan = _scan_once
     popitem = dict.popitem
     applied = skipped = 0

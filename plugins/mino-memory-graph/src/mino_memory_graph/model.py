@@ -11,6 +11,7 @@ current incrementally. Neither is ever journaled.
 from __future__ import annotations
 
 import struct
+import sys
 
 from .ops import EDGE_KINDS
 
@@ -283,9 +284,15 @@ class Graph:
         are ``ops.validate``'s, written out per operation for speed; anything they do
         not accept is re-judged by ``ops.validate`` by the caller.
         """
-        rh = self.__dict__.get("_replay")
+        return self.replay_handlers_for(True)
+
+    def replay_handlers_for(self, track: bool) -> dict:
+        """``replay_handlers``; ``track=False`` leaves dirty marks to the caller (only
+        for a fold into a graph that was empty: see ``_replay_handlers``)."""
+        key = "_replay" if track else "_replay_fresh"
+        rh = self.__dict__.get(key)
         if rh is None:
-            rh = self.__dict__["_replay"] = _replay_handlers(self)
+            rh = self.__dict__[key] = _replay_handlers(self, track)
         return rh
 
     # --- the fold ---------------------------------------------------------------------
@@ -636,26 +643,39 @@ def _supersede_scan(g: "Graph", n: Node, old, key, value, fid, at) -> None:
         g.next_fact = fid + 1
 
 
-def _replay_handlers(g: "Graph") -> dict:
-    from .ops import EDGE_KIND_SET, FAST_CHECKS, NODE_KIND_SET, U64_MAX as U
+def _replay_handlers(g: "Graph", track: bool = True) -> dict:
+    """The replay handlers of ``g`` (see ``Graph.replay_handlers``).
+
+    ``track=False`` is for a graph that was empty when the fold began: every node it
+    ends with is new, so nothing is marked dirty per op (the fold marks all nodes once
+    at the end) and no state memo can exist yet.
+    """
+    from .ops import EDGE_KINDS, FAST_CHECKS, NODE_KINDS, U64_MAX as U
 
     nodes, edges, adj = g.nodes, g.edges, g.adj
     dirty_add, ed_add = g.dirty.add, g.edge_dirty.add
     handlers = g.handlers
-    NK, EK = NODE_KIND_SET, EDGE_KIND_SET
+    # Enum values map to one shared string: the lookup is the check, and a million
+    # ops keep a handful of strings instead of a copy each.
+    NK = {k: k for k in NODE_KINDS}
+    EK = {k: k for k in EDGE_KINDS}
     new_node = Node
     new_fact = Fact
+    new_edge = Edge
+    expand = EXPANSION_KINDS
+    intern = sys.intern  # fact keys and log kinds repeat across the whole journal
+    projects = g.projects
 
     def create_node(b):
         try:
             id = b["id"]
-            kind = b["kind"]
+            kind = NK[b["kind"]]
             label = b["label"]
             at = b["at"]
         except (KeyError, TypeError):
             return INVALID
         if not (id.__class__ is int and at.__class__ is int and label.__class__ is str
-                and kind.__class__ is str and kind in NK and 0 <= id <= U and 0 <= at <= U):
+                and 0 <= id <= U and 0 <= at <= U):
             return INVALID
         if at >= g.clock:
             g.clock = at + 1
@@ -667,8 +687,9 @@ def _replay_handlers(g: "Graph") -> dict:
         if id >= g.next_node:
             g.next_node = id + 1
         if kind == "Entity" and label.startswith(PROJECT_PREFIX):
-            g.projects.add(id)
-        dirty_add(id)
+            projects.add(id)
+        if track:
+            dirty_add(id)
 
     def add_fact(b):
         try:
@@ -688,6 +709,7 @@ def _replay_handlers(g: "Graph") -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
+        key = intern(key)
         f = new_fact(fid, key, value, at)
         keys = n._keys
         if keys.__class__ is dict:
@@ -699,8 +721,9 @@ def _replay_handlers(g: "Graph") -> dict:
         n.log.append((at, "fact_added", f"{key}: {value}"))
         if fid >= g.next_fact:
             g.next_fact = fid + 1
-        n._state = None
-        dirty_add(node)
+        if track:
+            n._state = None
+            dirty_add(node)
 
     def supersede_fact(b):
         try:
@@ -721,21 +744,22 @@ def _replay_handlers(g: "Graph") -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        _supersede(g, n, old, key, value, fid, at)
-        n._state = None
-        dirty_add(node)
+        _supersede(g, n, old, intern(key), value, fid, at)
+        if track:
+            n._state = None
+            dirty_add(node)
 
     def link(b):
         try:
             id = b["id"]
             src = b["src"]
             dst = b["dst"]
-            kind = b["kind"]
+            kind = EK[b["kind"]]
             at = b["at"]
         except (KeyError, TypeError):
             return INVALID
         if not (id.__class__ is int and src.__class__ is int and dst.__class__ is int
-                and at.__class__ is int and kind.__class__ is str and kind in EK
+                and at.__class__ is int
                 and 0 <= id <= U and 0 <= src <= U and 0 <= dst <= U and 0 <= at <= U):
             return INVALID
         if at >= g.clock:
@@ -746,12 +770,13 @@ def _replay_handlers(g: "Graph") -> dict:
             raise ApplyError(f"node {dst} missing")
         if id in edges:
             raise ApplyError(f"edge {id} exists")
-        edges[id] = Edge(id, src, dst, kind, at)
+        edges[id] = new_edge(id, src, dst, kind, at)
         if id >= g.next_edge:
             g.next_edge = id + 1
-        ed_add(src)
-        ed_add(dst)
-        if kind in EXPANSION_KINDS:
+        if track:
+            ed_add(src)
+            ed_add(dst)
+        if kind in expand:
             lst = adj.get(src)
             if lst is None:
                 adj[src] = [id]
@@ -780,9 +805,10 @@ def _replay_handlers(g: "Graph") -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        n.log.append((at, kind, detail))
-        n._state = None
-        dirty_add(node)
+        n.log.append((at, intern(kind), detail))
+        if track:
+            n._state = None
+            dirty_add(node)
 
     def record_outcome(b):
         try:
@@ -799,8 +825,9 @@ def _replay_handlers(g: "Graph") -> dict:
         e = edges.get(edge)
         if e is None:
             raise ApplyError(f"edge {edge} missing")
-        ed_add(e.src)
-        ed_add(e.dst)
+        if track:
+            ed_add(e.src)
+            ed_add(e.dst)
         if ok:
             e.success += 1
             e.weight = min(f32(e.weight + _W_SUCCESS), 1.0)
@@ -827,8 +854,9 @@ def _replay_handlers(g: "Graph") -> dict:
             n.useful += 1
         else:
             n.unhelpful += 1
-        n._state = None
-        dirty_add(node)
+        if track:
+            n._state = None
+            dirty_add(node)
 
     def checked(name):
         check, h = FAST_CHECKS[name], handlers[name]
