@@ -18,7 +18,9 @@ import sys
 import tempfile
 import time
 
-MINO = shutil.which("mino") or os.path.join(os.path.dirname(sys.executable), "mino")
+# The console script beside this interpreter: the one installed with this checkout.
+_BESIDE = os.path.join(os.path.dirname(sys.executable), "mino")
+MINO = _BESIDE if os.path.exists(_BESIDE) else shutil.which("mino")
 
 
 def timed(argv, env) -> float:

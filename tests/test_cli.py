@@ -14,7 +14,9 @@ import pytest
 
 from mino_core.testing.harness import isolated_env
 
-MINO = shutil.which("mino") or os.path.join(os.path.dirname(sys.executable), "mino")
+# The console script beside this interpreter: the one installed with this checkout.
+_BESIDE = os.path.join(os.path.dirname(sys.executable), "mino")
+MINO = _BESIDE if os.path.exists(_BESIDE) else shutil.which("mino")
 
 
 def run(args, home, **env):
