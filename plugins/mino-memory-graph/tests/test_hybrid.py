@@ -149,7 +149,8 @@ def test_ties_break_by_node_id():
     assert [n for n, _ in idx.top("same words", 3)] == [3, 7, 9]
 
 
-_word = st.sampled_from("apple pear plum fig kiwi lime date melon grape berry".split())
+_word = st.sampled_from("apple pear plum fig kiwi lime date melon grape berry yesterday the "
+                        "apples".split())
 _op = st.tuples(st.sampled_from(["up", "up", "up", "rm", "mv"]), st.integers(1, 12),
                 st.lists(_word, min_size=1, max_size=6), st.sampled_from([None, 100, 200]),
                 st.sampled_from([None, "Ann", "Bob"]))
@@ -175,12 +176,30 @@ def test_incremental_equals_fresh_build(ops, query_words):
     for nid in sorted(live):
         text, parent, ent = live[nid]
         fresh.upsert(nid, text, parent=parent, entity=ent)
+    # the bulk path of a first indexing (all nodes at once) builds the same index
+    bulk = HybridIndex(embed=EMBED)
+    ids = sorted(live)
+    bulk.add_many(ids, [live[i][0] for i in ids], parents=[live[i][1] for i in ids],
+                  entities=[live[i][2] for i in ids])
     q = " ".join(query_words) + " Ann"
     a, b = inc.score_map(q), fresh.score_map(q)
     assert a.keys() == b.keys()
     for k in a:
         # float32 mat-vec: BLAS sums a row differently by its position in a row block
         assert a[k] == pytest.approx(b[k], rel=1e-6, abs=1e-9)
+    for q2 in (q, "when " + q, q + " yesterday"):
+        assert np.array_equal(bulk.scores(q2), fresh.scores(q2))
+        assert bulk.top(q2, 5) == fresh.top(q2, 5)
+    # and it keeps working incrementally afterwards (its dicts made on first touch)
+    for idx in (bulk, fresh):
+        for kind, nid, words, parent, ent in ops[:8]:
+            if kind == "up":
+                idx.upsert(nid, " ".join(words), parent=parent, entity=ent)
+            elif kind == "rm":
+                idx.remove(nid)
+            else:
+                idx.set_parent(nid, parent)
+    assert np.array_equal(bulk.scores(q), fresh.scores(q))
     # the fused scoring path equals the sum of the separately computed signals
     for q2 in (q, "when " + q):
         assert np.allclose(inc.scores(q2), inc.combine(inc.signals(q2)), rtol=1e-6, atol=1e-9)

@@ -24,14 +24,16 @@ import os
 import re
 import time
 from collections import Counter
+from itertools import chain, islice
 from pathlib import Path
 
-from .siphash import rust_pair_hash, rust_str_hash
+from .siphash import rust_pair_hash, rust_str_hash, siphash13_many
 
 log = logging.getLogger("mino.memory.graph")
 
 DIM = 256
 _TOKEN = re.compile(rb"[a-z0-9]{2,}")
+_TOKEN_OR_SEP = re.compile(rb"[a-z0-9]{2,}|\xff")
 _SLOT_CACHE_MAX = 1 << 20
 
 
@@ -58,6 +60,14 @@ class HashingEmbedder:
             self._slots[tok] = s
         return s
 
+    def _add_slots(self, toks: list) -> None:
+        """``slots`` of many new tokens at once (same numbers, one numpy pass)."""
+        if len(self._slots) + len(toks) > _SLOT_CACHE_MAX:
+            return  # the memo would overflow: let ``slots`` evict as it does
+        h1 = siphash13_many([t + b"\xff" for t in toks])
+        h2 = siphash13_many([t + b"\xffsalt\xff" for t in toks])
+        self._slots.update(zip(toks, [(a % DIM, b % DIM) for a, b in zip(h1, h2)]))
+
     def features(self, text: str) -> dict[int, float]:
         """Unnormalised slot -> weight map of one text."""
         out: dict[int, float] = {}
@@ -79,24 +89,59 @@ class HashingEmbedder:
         return list(m)
 
     def embed_matrix(self, texts):
-        """Rows of a float32 (len(texts), 256) matrix, built in one pass."""
+        """Rows of a float32 (len(texts), 256) matrix, built in one pass.
+
+        Bulk form of ``features``: every text is tokenised in one regex pass (texts
+        joined by 0xFF, a byte UTF-8 never contains), each distinct token is hashed once
+        (memoised slots), counted per text with one sort, and all weights land through
+        one ``bincount``. Contributions keep ``features``' order (per text, tokens by
+        first appearance, slot then salted slot), and bincount adds them in that order
+        from 0.0 as the per-text dict did, so every vector is bit-identical to it.
+        """
         import numpy as np
 
-        idx: list[int] = []
-        val: list[float] = []
-        for r, text in enumerate(texts):
-            if not text:
-                continue
-            base = r * DIM
-            for slot, w in self.features(text).items():
-                idx.append(base + slot)
-                val.append(w)
         n = len(texts)
-        if not idx:
+        if not n:
+            return np.zeros((0, DIM), dtype=np.float32)
+        blob = b"\xff".join(t.encode("utf-8", "surrogatepass") if t else b"" for t in texts)
+        toks = _TOKEN_OR_SEP.findall(blob.lower())
+        if not toks or len(toks) == n - 1:  # no token at all: only separators
             return np.zeros((n, DIM), dtype=np.float32)
-        m = np.bincount(np.asarray(idx, dtype=np.int64),
-                        weights=np.asarray(val, dtype=np.float64),
-                        minlength=n * DIM).reshape(n, DIM)
+        # distinct tokens -> ids by first appearance, the separator first (id 0)
+        vocab = dict.fromkeys(chain((b"\xff",), toks))
+        slot0 = [0]
+        slot1 = [0]
+        get = self._slots.get
+        new = [tok for tok in islice(vocab, 1, None) if get(tok) is None]
+        if len(new) >= 64:  # a first indexing: hash the new tokens vectorised
+            self._add_slots(new)
+        for i, tok in enumerate(vocab):
+            vocab[tok] = i
+            if i:
+                s = get(tok) or self.slots(tok)
+                slot0.append(s[0])
+                slot1.append(s[1])
+        ids = np.fromiter(map(vocab.__getitem__, toks), dtype=np.int64, count=len(toks))
+        is_sep = ids == 0
+        row = np.cumsum(is_sep)
+        keep = ~is_sep
+        v = len(vocab)
+        key = row[keep] * v + ids[keep]
+        # each (text, token) once, in order of first appearance, with its count
+        uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")
+        uniq, counts = uniq[order], counts[order]
+        rows, tok = np.divmod(uniq, v)
+        logw = [1.0] + [1.0 + math.log(c) if c > 1 else 1.0 for c in range(1, int(counts.max()) + 1)]
+        w = np.asarray(logw, dtype=np.float64)[counts]
+        base = rows * DIM
+        idx = np.empty(2 * len(uniq), dtype=np.int64)
+        idx[0::2] = base + np.asarray(slot0, dtype=np.int64)[tok]
+        idx[1::2] = base + np.asarray(slot1, dtype=np.int64)[tok]
+        val = np.empty(2 * len(uniq), dtype=np.float64)
+        val[0::2] = w
+        val[1::2] = 0.5 * w
+        m = np.bincount(idx, weights=val, minlength=n * DIM).reshape(n, DIM)
         norms = np.sqrt(np.einsum("ij,ij->i", m, m))
         norms[norms == 0] = 1.0
         m /= norms[:, None]

@@ -58,6 +58,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from itertools import chain, islice
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -99,6 +100,7 @@ _TEMPORAL_QUERY = re.compile(
     r"^\W*when\b|\bwhat (?:year|month|date|day|time)\b|\bhow long ago\b|\bwhich (?:year|month|day)\b"
 )
 _WORD = re.compile(r"[a-z0-9]+")
+_WORD_OR_NUL = re.compile(r"[a-z0-9]+|\x00")
 
 
 def stem(word: str) -> str:
@@ -425,6 +427,154 @@ class HybridIndex:
         self._ent[row] = self._entity_ref(entity) if entity else -1
         if parent is not None:
             self._attach(node_id, row, parent)
+
+    def add_many(self, node_ids: Sequence[int], texts: Sequence[str], *,
+                 parents: Sequence[int | None] | None = None,
+                 entities: Sequence[str | None] | None = None,
+                 rows: Sequence[int] | None = None) -> None:
+        """``upsert`` of many nodes at once (new ids, ascending rows); same index.
+
+        Into an empty index (a first indexing) everything is built in bulk: one
+        tokenising pass over all texts, (row, term, tf) triples counted with one
+        sort, term counts, postings and clusters laid out directly in the frozen
+        arrays ``load_state`` reads (a row's or term's dict is made only when a later
+        change touches it). Otherwise, one ``upsert`` per node.
+        """
+        m = len(node_ids)
+        parents = parents if parents is not None else [None] * m
+        entities = entities if entities is not None else [None] * m
+        if rows is not None and self.reuse_rows:
+            raise ValueError("rows= needs an index made with reuse_rows=False")
+        rows = list(range(m)) if rows is None else list(rows)
+        fresh = (self._n == 0 and not self._row_of and not self._cluster_members
+                 and not self._entity_index)
+        if (not fresh or m < 2 or any(b <= a for a, b in zip(rows, rows[1:]))
+                or len(set(node_ids)) != m):
+            for i in range(m):
+                self.upsert(node_ids[i], texts[i], parent=parents[i], entity=entities[i],
+                            row=None if self.reuse_rows else rows[i])
+            return
+        self._bulk(list(node_ids), list(texts), list(parents), list(entities), rows)
+
+    def _bulk(self, ids: list, texts: list, parents: list, entities: list, rows: list) -> None:
+        m = len(ids)
+        n = rows[-1] + 1
+        # --- terms: one regex pass over all texts (NUL-joined; lowering is per char)
+        joined = "\x00".join(texts).lower()
+        if joined.count("\x00") == m - 1:
+            words = _WORD_OR_NUL.findall(joined)
+        else:  # a text holds a NUL itself: tokenise text by text
+            words = []
+            for t in texts:
+                words.extend(_WORD.findall(t.lower()))
+                words.append("\x00")
+            words.pop()
+        memo = _STEMS
+        vocab: dict[str, int] = {}
+        word_term = dict.fromkeys(chain(("\x00",), words))
+        word_term["\x00"] = -2
+        for w in islice(word_term, 1, None):
+            s = memo.get(w, w)
+            if s is w:  # not seen yet (see ``tokenize``)
+                s = stem(w)
+                if len(memo) < 1 << 20:
+                    memo[w] = s
+            if s is None:
+                word_term[w] = -1  # a stopword
+            else:
+                t = vocab.get(s)
+                if t is None:
+                    t = vocab[s] = len(vocab)
+                word_term[w] = t
+        tid = np.fromiter(map(word_term.__getitem__, words), dtype=np.int64, count=len(words))
+        sep = tid == -2
+        item = np.cumsum(sep)
+        keep = tid >= 0
+        item, tid = item[keep], tid[keep]
+        v = max(len(vocab), 1)
+        lens = np.bincount(item, minlength=m).astype(np.float64)
+        pair, tf = np.unique(item * v + tid, return_counts=True)  # by item, then term
+        p_item, p_term = np.divmod(pair, v)
+        row_arr = np.asarray(rows, dtype=np.int64)
+        p_row = row_arr[p_item]
+        rptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(p_row, minlength=n), out=rptr[1:])
+        rterm = p_term.astype(np.int32)
+        rtf = tf.astype(np.int32)
+        vocab_list = list(vocab)
+        temporal_term = np.fromiter((t in _RELATIVE_TIME_STEMS for t in vocab_list), dtype=bool,
+                                    count=len(vocab_list))
+        temporal = np.zeros(n, dtype=bool)
+        if len(p_term):
+            temporal[np.unique(p_row[temporal_term[p_term]])] = True
+        alive = np.zeros(n, dtype=bool)
+        alive[row_arr] = True
+        ids_arr = np.full(n, -1, dtype=np.int64)
+        ids_arr[row_arr] = ids
+        length = np.zeros(n)
+        length[row_arr] = lens
+        ent = np.full(n, -1, dtype=np.int64)
+        for i, e in enumerate(entities):
+            if e:
+                ent[rows[i]] = self._entity_ref(e)
+        # --- clusters: numbered by first member in row order, as one upsert at a time
+        cluster_of: dict[int, int] = {}
+        cid_item = np.full(m, -1, dtype=np.int64)
+        for i, p in enumerate(parents):
+            if p is not None:
+                c = cluster_of.get(p)
+                if c is None:
+                    c = cluster_of[p] = len(cluster_of)
+                cid_item[i] = c
+        n_cl = len(cluster_of)
+        cid = np.full(n, -1, dtype=np.int64)
+        cid[row_arr] = cid_item
+        prev = np.arange(n, dtype=np.int64)
+        nxt = prev.copy()
+        members = np.flatnonzero(cid_item >= 0)
+        ids_item = np.asarray(ids, dtype=np.int64)
+        # members of each cluster by (node id, row): siblings are neighbours
+        members = members[np.lexsort((row_arr[members], ids_item[members], cid_item[members]))]
+        m_c = cid_item[members]
+        m_r = row_arr[members]
+        same = m_c[1:] == m_c[:-1]
+        prev[m_r[1:][same]] = m_r[:-1][same]
+        nxt[m_r[:-1][same]] = m_r[1:][same]
+        mptr = np.zeros(n_cl + 1, dtype=np.int64)
+        np.cumsum(np.bincount(m_c, minlength=n_cl), out=mptr[1:])
+        cluster_len = np.bincount(m_c, weights=lens[members], minlength=n_cl).astype(np.float64)
+        in_cl = cid_item[p_item] >= 0
+        cpair, cinv = np.unique(cid_item[p_item[in_cl]] * v + p_term[in_cl], return_inverse=True)
+        ctf = np.bincount(cinv.reshape(-1), weights=tf[in_cl], minlength=len(cpair)).astype(np.int32)
+        c_cl, c_term = np.divmod(cpair, v)
+        cptr = np.zeros(n_cl + 1, dtype=np.int64)
+        np.cumsum(np.bincount(c_cl, minlength=n_cl), out=cptr[1:])
+        st = {
+            "format": self.STATE_FORMAT, "params": dict(self.params.__dict__), "dim": self.dim,
+            "reuse_rows": self.reuse_rows, "n": n, "free": [],
+            "live": m, "total_len": float(lens.sum()),
+            "ids": ids_arr, "alive": alive, "len": length, "cid": cid, "prev": prev,
+            "next": nxt, "ent": ent, "temporal": temporal,
+            "vocab": "\n".join(vocab_list), "n_vocab": len(vocab_list),
+            "rptr": rptr, "rterm": rterm, "rtf": rtf,
+            "cluster_parents": list(cluster_of), "cluster_len": cluster_len,
+            "clusters_live": n_cl, "cluster_total_len": float(cluster_len.sum()),
+            "cptr": cptr, "cterm": c_term.astype(np.int32), "ctf": ctf,
+            "mptr": mptr, "mids": ids_item[members], "mrows": m_r,
+            "entities": list(self._entity_index), "entity_refs": list(self._entity_refs),
+        }
+        st["pptr"], st["prows"], st["ptf"] = _csr_to_csc(rptr, rterm, rtf, len(vocab_list))
+        st["qptr"], st["qrows"], st["qtf"] = _csr_to_csc(cptr, st["cterm"], ctf, len(vocab_list))
+        if self.dim:
+            vec = np.zeros((n, self.dim), dtype=np.float32)
+            if self.embed is not None:
+                for r, t in zip(rows, texts):
+                    x = self.embed(t)
+                    if x is not None and len(x) == self.dim:
+                        vec[r] = np.asarray(x, dtype=np.float32)
+            st["vec"] = vec
+        if not self.load_state(st):  # cannot happen: the state is our own
+            raise RuntimeError("bulk index state refused")
 
     def remove(self, node_id: int) -> None:
         """Drop a node (deleted, or about to be replaced).  Unknown ids are ignored."""
@@ -886,8 +1036,18 @@ class HybridScorer:
 
     def add_many(self, rows, node_ids, texts) -> None:
         self.mnemo.add_many(rows, node_ids, texts)
-        for r, i, t in zip(rows, node_ids, texts):
-            self._upsert(r, i, t)
+        nodes = self.graph.nodes
+        keep = [k for k, (i, t) in enumerate(zip(node_ids, texts))
+                if t is not None and nodes.get(i) is not None]
+        if len(keep) < len(rows):  # as _upsert would: nothing to index for these
+            for k in range(len(rows)):
+                if texts[k] is None or nodes.get(node_ids[k]) is None:
+                    self.index.remove(node_ids[k])
+        ids = [node_ids[k] for k in keep]
+        self.index.add_many(ids, [texts[k] for k in keep],
+                            parents=[self._parent(i) for i in ids],
+                            entities=[self._entity(nodes[i]) for i in ids],
+                            rows=[rows[k] for k in keep])
 
     def touch(self, row: int, node_id: int) -> None:
         """Re-read a node's parent (an edge of it or its parent changed liveness)."""
