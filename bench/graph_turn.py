@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins" / "mino-memory-graph" / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from graph_bench import VOCAB, journal_lines, queries  # noqa: E402
+from graph_bench import journal_lines, queries  # noqa: E402
 
 from mino_core import Status, ToolCall, ToolOutcome, ToolResult  # noqa: E402
 from mino_memory_graph import loop  # noqa: E402

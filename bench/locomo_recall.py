@@ -93,7 +93,6 @@ import argparse
 import collections
 import json
 import math
-import os
 import re
 import statistics
 import sys

@@ -191,7 +191,7 @@ class Host:
             self.backend, self.backend_reason = "graph", "the graph backend is installed and nothing chose another"
         elif offered:
             self.backend = sorted(offered)[0]
-            self.backend_reason = f"the only memory backend installed"
+            self.backend_reason = "the only memory backend installed"
         for name, info in self.plugins.items():
             if info.backend and info.backend != self.backend and info.status == "loaded":
                 info.status = "inactive"

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from mino_core.testing.harness import isolated_env
 

@@ -136,7 +136,7 @@ def _fast_validator(name: str, spec):
             conds.append(f"_check_f32({ref})")
         elif kind == CHUNK:
             conds.append(f"_check_chunk({ref}) is None")
-    src = (f"def check(b):\n    try:\n        return b.__class__ is dict and ("
+    src = ("def check(b):\n    try:\n        return b.__class__ is dict and ("
            + " and ".join(conds) + ")\n    except KeyError:\n        return False\n")
     ns = {"NODE_KIND_SET": NODE_KIND_SET, "AREA_SET": AREA_SET,
           "EDGE_KIND_SET": EDGE_KIND_SET, "_check_f32": _check_f32,

@@ -47,7 +47,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .model import EXPANSION_KINDS, Graph, f32
+from .model import Graph, f32
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained
 
 USEFULNESS_BIAS = 0.02

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 from contextlib import contextmanager
