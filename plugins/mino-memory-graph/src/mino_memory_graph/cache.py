@@ -24,7 +24,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from .model import (EXPANSION_KINDS, Edge, Fact, Graph, LazyNode, Node, PROJECT_PREFIX,
+from .model import (EXPANSION_KINDS, Edge, Fact, Graph, LazyNode, Log, Node, PROJECT_PREFIX,
                     node_body)
 from .ops import AREAS, EDGE_KINDS, NODE_KINDS
 
@@ -71,7 +71,7 @@ def graph_from_snapshot(snap) -> Graph:
          unhelpful) in nodes:
         n = Node(id, kind, label, created_at, area)
         n.facts = [Fact(fid, k, v, ca, act, sb) for fid, k, v, act, ca, sb in facts]
-        n.log = list(log)
+        n.log = Log(log)
         n.context = [{"from": c[0], "dim": c[1], "vec": list(c[2]), "note": c[3]}
                      for c in context]
         n.deleted, n.useful, n.unhelpful = deleted, useful, unhelpful
