@@ -737,6 +737,8 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
     expand = EXPANSION_KINDS
     intern = sys.intern  # fact keys and log kinds repeat across the whole journal
     projects = g.projects
+    up: dict = {}
+    down: dict = {}
 
     def create_node(b):
         try:
@@ -900,12 +902,24 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
         if track:
             ed_add(e.src)
             ed_add(e.dst)
+        # the next weight depends only on the current one: memoized (weights are
+        # float32 values in [0, 1], a handful in practice; the memo is bounded)
+        w = e.weight
         if ok:
             e.success += 1
-            e.weight = min(f32(e.weight + _W_SUCCESS), 1.0)
+            nw = up.get(w)
+            if nw is None:
+                nw = min(f32(w + _W_SUCCESS), 1.0)
+                if len(up) < 65536:
+                    up[w] = nw
         else:
             e.failure += 1
-            e.weight = max(f32(e.weight - _W_FAILURE), 0.0)
+            nw = down.get(w)
+            if nw is None:
+                nw = max(f32(w - _W_FAILURE), 0.0)
+                if len(down) < 65536:
+                    down[w] = nw
+        e.weight = nw
 
     def record_usefulness(b):
         try:
