@@ -7,3 +7,20 @@ if str(SRC) not in sys.path:
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+
+
+import pytest  # noqa: E402 - after the path set-up above
+
+
+@pytest.fixture
+def graph_only(monkeypatch):
+    """An agent with only the core and this plugin, and no store left open by another test.
+
+    A test module that also registers an in-process plugin extends MINO_PLUGINS itself.
+    """
+    from mino_memory_graph import loop
+
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino.skills,mino-memory-graph")
+    loop.forget_open()
+    yield
+    loop.forget_open()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mino_memory_graph.hybrid import HybridIndex, HybridParams, is_temporal_query, stem, tokenize
+from mino_memory_graph.hybrid import HybridIndex, is_temporal_query, stem, tokenize
 
 
 # ------------------------------------------------------------------ hashing-v1 (Mnemo's exact vectors)

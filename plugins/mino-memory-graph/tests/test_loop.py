@@ -6,9 +6,9 @@ import pytest
 from mino_core import Tool, ToolResult, hookimpl
 from mino_memory_graph import loop
 from mino_memory_graph.standing import USER_LABEL, project_identity
-from mino_memory_graph.store import Store
 
-GRAPH = {"memory": {"backend": "graph"}}
+from graphtest import GRAPH, journal
+
 PLUGINS = "mino.policy,mino.skills,mino-memory-graph,probe"
 
 
@@ -29,11 +29,8 @@ class Probe:
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.setenv("MINO_PLUGINS", PLUGINS)
-    loop.forget_open()
-    yield
-    loop.forget_open()
+def _with_probe(graph_only, monkeypatch):
+    monkeypatch.setenv("MINO_PLUGINS", PLUGINS)  # also the in-process probe plugin
 
 
 @pytest.fixture
@@ -42,10 +39,6 @@ def agent(make_harness):
         kw.setdefault("config", GRAPH)
         return make_harness(extra_plugins={"probe": Probe()}, **kw)
     return make
-
-
-def journal(home):
-    return Store.open(home / "graph" / "journal.jsonl", use_cache=False)
 
 
 def lead(body):

@@ -1,24 +1,12 @@
 """memory_search, memory_view and memory_save through the real agent and policy."""
 import pytest
 
-from mino_memory_graph import loop
 from mino_memory_graph.standing import USER_LABEL
-from mino_memory_graph.store import Store
 from mino_memory_graph.tools import CHANGED
 
-GRAPH = {"memory": {"backend": "graph"}}
+from graphtest import GRAPH, journal
 
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino.skills,mino-memory-graph")
-    loop.forget_open()
-    yield
-    loop.forget_open()
-
-
-def journal(home):
-    return Store.open(home / "graph" / "journal.jsonl", use_cache=False)
+pytestmark = pytest.mark.usefixtures("graph_only")
 
 
 def user_facts(home):

@@ -1,7 +1,6 @@
 """Recall engine: expansion equals Mnemo's full rule, filters, scope, routing, block text."""
 import random
 
-import numpy as np
 import pytest
 
 from mino_memory_graph import ops

@@ -8,21 +8,10 @@ from mino_core import Status, ToolCall, ToolOutcome, ToolResult
 from mino_memory_graph import loop, reflect
 from mino_memory_graph.loop import REFLECTION_TITLE, SKILL_TITLE
 from mino_memory_graph.standing import USER_LABEL
-from mino_memory_graph.store import Store
 
-GRAPH = {"memory": {"backend": "graph"}}
+from graphtest import GRAPH, journal
 
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino.skills,mino-memory-graph")
-    loop.forget_open()
-    yield
-    loop.forget_open()
-
-
-def journal(home):
-    return Store.open(home / "graph" / "journal.jsonl", use_cache=False)
+pytestmark = pytest.mark.usefixtures("graph_only")
 
 
 def node(home, label):

@@ -1,6 +1,5 @@
 """Several processes on one journal, writers killed mid-flight, garbage lines."""
 import json
-import os
 import random
 import signal
 import subprocess
