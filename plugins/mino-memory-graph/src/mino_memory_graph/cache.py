@@ -24,8 +24,8 @@ import struct
 import zlib
 from pathlib import Path
 
-from .model import (EXPANSION_KINDS, Edge, Fact, Graph, LazyNode, Log, Node, PROJECT_PREFIX,
-                    node_body)
+from .model import (EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, LazyNode, Log, Node,
+                    adjoin, node_body)
 from .ops import AREAS, EDGE_KINDS, NODE_KINDS
 
 MAGIC = b"MNEMOGC\x00"
@@ -180,17 +180,7 @@ def graph_from_columns(cols: dict, bodies) -> Graph:
         e.valid_from, e.invalid_at, e.success, e.failure = vf, ia, su, fa
         ge[id] = e
         if kind in expand:
-            lst = adj.get(src)
-            if lst is None:
-                adj[src] = [id]
-            else:
-                lst.append(id)
-            if dst != src:
-                lst = adj.get(dst)
-                if lst is None:
-                    adj[dst] = [id]
-                else:
-                    lst.append(id)
+            adjoin(adj, id, src, dst)
     return g
 
 

@@ -42,6 +42,21 @@ _W_SUCCESS = f32(0.05)
 _W_FAILURE = f32(0.10)
 
 
+def adjoin(adj: dict, id: int, src: int, dst: int) -> None:
+    """Record edge ``id`` in the adjacency lists of both ends (once for a self-loop)."""
+    lst = adj.get(src)
+    if lst is None:
+        adj[src] = [id]
+    else:
+        lst.append(id)
+    if dst != src:
+        lst = adj.get(dst)
+        if lst is None:
+            adj[dst] = [id]
+        else:
+            lst.append(id)
+
+
 class ApplyError(Exception):
     """An operation that is well formed but cannot apply to this graph."""
 
@@ -468,18 +483,7 @@ class Graph:
         ed.add(src)
         ed.add(dst)
         if e.kind in EXPANSION_KINDS:
-            adj = self.adj
-            lst = adj.get(src)
-            if lst is None:
-                adj[src] = [id]
-            else:
-                lst.append(id)
-            if dst != src:
-                lst = adj.get(dst)
-                if lst is None:
-                    adj[dst] = [id]
-                else:
-                    lst.append(id)
+            adjoin(self.adj, id, src, dst)
 
     def _edge_touched(self, e: Edge) -> None:
         self.edge_dirty.add(e.src)
@@ -851,17 +855,7 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
             ed_add(src)
             ed_add(dst)
         if kind in expand:
-            lst = adj.get(src)
-            if lst is None:
-                adj[src] = [id]
-            else:
-                lst.append(id)
-            if dst != src:
-                lst = adj.get(dst)
-                if lst is None:
-                    adj[dst] = [id]
-                else:
-                    lst.append(id)
+            adjoin(adj, id, src, dst)
 
     def commit_log(b):
         try:
