@@ -42,6 +42,22 @@ _W_SUCCESS = f32(0.05)
 _W_FAILURE = f32(0.10)
 
 
+_OUTCOME_MEMO: tuple[dict, dict] = ({}, {})  # (after a failure, after a success)
+
+
+def outcome_weight(w: float, success: bool) -> float:
+    """An edge's weight after RecordOutcome: +0.05 capped at 1, or -0.10 floored at 0, in
+    float32 as Mnemo computes it. The result depends only on ``w``, and weights take a
+    handful of values in practice, so it is memoized (bounded) for replay's sake."""
+    memo = _OUTCOME_MEMO[success]
+    nw = memo.get(w)
+    if nw is None:
+        nw = min(f32(w + _W_SUCCESS), 1.0) if success else max(f32(w - _W_FAILURE), 0.0)
+        if len(memo) < 65536:
+            memo[w] = nw
+    return nw
+
+
 def adjoin(adj: dict, id: int, src: int, dst: int) -> None:
     """Record edge ``id`` in the adjacency lists of both ends (once for a self-loop)."""
     lst = adj.get(src)
@@ -504,10 +520,9 @@ class Graph:
         self._edge_touched(e)
         if b["success"]:
             e.success += 1
-            e.weight = min(f32(e.weight + _W_SUCCESS), 1.0)
         else:
             e.failure += 1
-            e.weight = max(f32(e.weight - _W_FAILURE), 0.0)
+        e.weight = outcome_weight(e.weight, b["success"])
 
     def _push_context(self, b):
         n = self._node(b["to"])
@@ -741,8 +756,6 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
     expand = EXPANSION_KINDS
     intern = sys.intern  # fact keys and log kinds repeat across the whole journal
     projects = g.projects
-    up: dict = {}
-    down: dict = {}
 
     def create_node(b):
         try:
@@ -896,24 +909,11 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
         if track:
             ed_add(e.src)
             ed_add(e.dst)
-        # the next weight depends only on the current one: memoized (weights are
-        # float32 values in [0, 1], a handful in practice; the memo is bounded)
-        w = e.weight
         if ok:
             e.success += 1
-            nw = up.get(w)
-            if nw is None:
-                nw = min(f32(w + _W_SUCCESS), 1.0)
-                if len(up) < 65536:
-                    up[w] = nw
         else:
             e.failure += 1
-            nw = down.get(w)
-            if nw is None:
-                nw = max(f32(w - _W_FAILURE), 0.0)
-                if len(down) < 65536:
-                    down[w] = nw
-        e.weight = nw
+        e.weight = outcome_weight(e.weight, ok)
 
     def record_usefulness(b):
         try:
