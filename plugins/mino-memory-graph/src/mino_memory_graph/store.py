@@ -75,27 +75,25 @@ class MemoryError_(Exception):
     """A request that cannot be done (unknown node, bad kind...): one line for people."""
 
 
+def _parse_name(value: str, names, what: str) -> str:
+    """``names``' spelling of ``value``, ignoring case, '_' and '-' (``part_of`` -> PartOf)."""
+    k = str(value).replace("_", "").replace("-", "").lower()
+    for name in names:
+        if name.lower() == k:
+            return name
+    raise MemoryError_(f"unknown {what} {value!r} (one of: {', '.join(names)})")
+
+
 def _parse_area(area: str) -> str:
-    for a in _ops.AREAS:
-        if a.lower() == str(area).lower():
-            return a
-    raise MemoryError_(f"unknown area {area!r} (one of: {', '.join(_ops.AREAS)})")
+    return _parse_name(area, _ops.AREAS, "area")
 
 
 def _parse_kind(kind: str) -> str:
-    k = str(kind).replace("_", "").replace("-", "").lower()
-    for name in _ops.NODE_KINDS:
-        if name.lower() == k:
-            return name
-    raise MemoryError_(f"unknown node kind {kind!r} (one of: {', '.join(_ops.NODE_KINDS)})")
+    return _parse_name(kind, _ops.NODE_KINDS, "node kind")
 
 
 def _parse_edge_kind(kind: str) -> str:
-    k = str(kind).replace("_", "").replace("-", "").lower()
-    for name in _ops.EDGE_KINDS:
-        if name.lower() == k:
-            return name
-    raise MemoryError_(f"unknown edge kind {kind!r} (one of: {', '.join(_ops.EDGE_KINDS)})")
+    return _parse_name(kind, _ops.EDGE_KINDS, "edge kind")
 
 
 class Request:
