@@ -27,9 +27,18 @@ def inside(path: Path, root: Path) -> bool:
 class DefaultPolicy:
     """Registered as the internal plugin ``mino.policy``."""
 
+    def __init__(self) -> None:
+        self._parsed: tuple[dict, Rules] | None = None
+
+    def _rules(self, config: dict) -> Rules:
+        # Parsed once per configuration, not once per tool call.
+        if self._parsed is None or self._parsed[0] is not config:
+            self._parsed = (config, Rules.from_config(config))
+        return self._parsed[1]
+
     @hookimpl
     def decide_permission(self, call, tool, mode, session):
-        rules = Rules.from_config(session.config)
+        rules = self._rules(session.config)
         rule = rules.first_deny(call.name, call.arguments)
         if rule is not None:
             return Decision.deny(f"the deny rule {rule} in config.yaml")

@@ -39,6 +39,9 @@ class SessionLog:
     def __init__(self, path: Path):
         self.path = path
         self.records: list[dict[str, Any]] = []
+        # Whether the file's end was checked for a torn line: once per open log is enough,
+        # since every record this object writes ends with a newline.
+        self._tail_checked = False
 
     @property
     def id(self) -> str:
@@ -65,8 +68,10 @@ class SessionLog:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             # A torn last line from a crash must not swallow this record.
-            if os.fstat(fd).st_size and not _ends_with_newline(self.path):
-                data = b"\n" + data
+            if not self._tail_checked:
+                if os.fstat(fd).st_size and not _ends_with_newline(self.path):
+                    data = b"\n" + data
+                self._tail_checked = True
             os.write(fd, data)
         finally:
             os.close(fd)
