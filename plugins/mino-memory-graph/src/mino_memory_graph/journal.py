@@ -233,10 +233,10 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict],
     parsed where it lies (``scan_once`` at its first character; the value must end
     right at the newline, so an op is only ever judged on its own line) and goes
     straight to its replay handler, which checks the fields inline
-    (``Graph.replay_handlers``). No line list, no per-line string: the parse is the
-    only copy. A line the fast path does not take (not one JSON object with one key,
-    padding, a body its handler refuses, a chunk that is not UTF-8) is judged alone by
-    the per-line path (``_fold_lines``).
+    (``Graph.replay_handlers_for``). No line list, no per-line string: the parse is
+    the only copy. A line the fast path does not take (not one JSON object with one
+    key, padding, a body its handler refuses, a chunk that is not UTF-8) is judged
+    alone by the per-line path (``_fold_lines``).
     """
     rh = graph.replay_handlers_for(track)
     scan = _scan_once

@@ -13,9 +13,8 @@ from __future__ import annotations
 import struct
 import sys
 
+from . import ops as _ops
 from .ops import EDGE_KINDS
-
-INVALID = object()  # a replay handler's answer for "not an operation" (quarantine)
 
 CLOCK_START = 1_700_000_000_000
 
@@ -366,34 +365,19 @@ class Graph:
         # nodes whose edges were linked, unlinked or reweighted (for scorers that read
         # graph structure; see ``recall.Scorer.touch``)
         self.edge_dirty: set[int] = set()
-        self.handlers = {
-            "CreateNode": self._create_node, "AddFact": self._add_fact,
-            "SupersedeFact": self._supersede_fact, "SetArea": self._set_area,
-            "DeleteNode": self._delete_node, "Link": self._link, "Unlink": self._unlink,
-            "Reweight": self._reweight, "RecordOutcome": self._record_outcome,
-            "PushContext": self._push_context, "CommitLog": self._commit_log,
-            "RecordUsefulness": self._record_usefulness,
-        }
-
-    @property
-    def replay_handlers(self) -> dict:
-        """Handlers for replay: each checks its fields inline, moves the clock, applies.
-
-        ``handler(body)`` returns None when applied, ``INVALID`` (changing nothing, not
-        even the clock) when the body is not that operation, and raises ``ApplyError``
-        (after moving the clock, as Mnemo's sync does) when it cannot apply. The checks
-        are ``ops.validate``'s, written out per operation for speed; anything they do
-        not accept is re-judged by ``ops.validate`` by the caller.
-        """
-        return self.replay_handlers_for(True)
+        # the twelve operations as positional functions (``_appliers``), and the
+        # live handlers ``handlers[name](body)`` over them (the clock untouched)
+        self.handlers = _ops.bind(self, _appliers(self, True))[0]
 
     def replay_handlers_for(self, track: bool) -> dict:
-        """``replay_handlers``; ``track=False`` leaves dirty marks to the caller (only
-        for a fold into a graph that was empty: see ``_replay_handlers``)."""
+        """Replay's handlers, ``handler(body)``: each checks its fields inline and
+        answers ``ops.INVALID`` when they are not that operation, else moves the clock
+        and applies (see ``ops.bind``). ``track=False`` leaves dirty marks to the
+        caller (only for a fold into a graph that was empty: see ``_appliers``)."""
         key = "_replay" if track else "_replay_fresh"
         rh = self.__dict__.get(key)
         if rh is None:
-            rh = self.__dict__[key] = _replay_handlers(self, track)
+            rh = self.__dict__[key] = _ops.bind(self, _appliers(self, track))[1]
         return rh
 
     # --- the fold ---------------------------------------------------------------------
@@ -407,144 +391,6 @@ class Graph:
         if at >= self.clock:
             self.clock = at + 1
         self.handlers[name](body)
-
-    def _node(self, id) -> Node:
-        n = self.nodes.get(id)
-        if n is None:
-            raise ApplyError(f"node {id} missing")
-        return n
-
-    def _edge(self, id) -> Edge:
-        e = self.edges.get(id)
-        if e is None:
-            raise ApplyError(f"edge {id} missing")
-        return e
-
-    def _touch(self, n: Node) -> None:
-        n._state = None
-        self.dirty.add(n.id)
-
-    def _create_node(self, b):
-        id = b["id"]
-        if id in self.nodes:
-            raise ApplyError(f"node {id} exists")
-        label = b["label"]
-        n = Node(id, b["kind"], label, b["at"])
-        n.log.append((b["at"], "created", "node created as " + label))
-        self.nodes[id] = n
-        if id >= self.next_node:
-            self.next_node = id + 1
-        if n.kind == "Entity" and label.startswith(PROJECT_PREFIX):
-            self.projects.add(id)
-        self.dirty.add(id)
-
-    def _add_fact(self, b):
-        n = self._node(b["node"])
-        key, value, fid, at = b["key"], b["value"], b["fact_id"], b["at"]
-        f = Fact(fid, key, value, at)
-        keys = n._keys
-        if keys.__class__ is dict:
-            _index_fact(n, keys, f, fid >= self.next_fact)
-        n.facts.append(f)
-        n.log.append((at, "fact_added", f))
-        if fid >= self.next_fact:
-            self.next_fact = fid + 1
-        self._touch(n)
-
-    def _supersede_fact(self, b):
-        n = self._node(b["node"])
-        _supersede(self, n, b["old_fact"], b["new_key"], b["new_value"], b["new_fact_id"],
-                   b["at"])
-        self._touch(n)
-
-    def _set_area(self, b):
-        n = self._node(b["node"])
-        old = n.area
-        n.area = b["area"]
-        n.log.append((b["at"], "area_set", f"{old} -> {n.area}"))
-        self._touch(n)
-
-    def _delete_node(self, b):
-        n = self._node(b["node"])
-        hard = b["hard"]
-        n.deleted = True
-        n.log.append((b["at"], "deleted", "hard=true" if hard else "hard=false"))
-        # its edges no longer lead anywhere: both ends changed for structure readers
-        adj = self.adj.get(n.id)
-        if adj:
-            ed = self.edge_dirty
-            edges = self.edges
-            for eid in adj:
-                e = edges[eid]
-                ed.add(e.src)
-                ed.add(e.dst)
-        if hard:
-            del self.nodes[n.id]
-            self.projects.discard(n.id)
-        self._touch(n)
-
-    def _link(self, b):
-        src, dst, id = b["src"], b["dst"], b["id"]
-        if src not in self.nodes:
-            raise ApplyError(f"node {src} missing")
-        if dst not in self.nodes:
-            raise ApplyError(f"node {dst} missing")
-        if id in self.edges:
-            raise ApplyError(f"edge {id} exists")
-        e = Edge(id, src, dst, b["kind"], b["at"])
-        self.edges[id] = e
-        if id >= self.next_edge:
-            self.next_edge = id + 1
-        ed = self.edge_dirty
-        ed.add(src)
-        ed.add(dst)
-        if e.kind in EXPANSION_KINDS:
-            adjoin(self.adj, id, src, dst)
-
-    def _edge_touched(self, e: Edge) -> None:
-        self.edge_dirty.add(e.src)
-        self.edge_dirty.add(e.dst)
-
-    def _unlink(self, b):
-        e = self._edge(b["edge"])
-        e.invalid_at = b["at"]
-        self._edge_touched(e)
-
-    def _reweight(self, b):
-        e = self._edge(b["edge"])
-        self._edge_touched(e)
-        e.weight = min(max(f32(e.weight + f32(b["delta"])), 0.0), 1.0)
-
-    def _record_outcome(self, b):
-        e = self._edge(b["edge"])
-        self._edge_touched(e)
-        if b["success"]:
-            e.success += 1
-        else:
-            e.failure += 1
-        e.weight = outcome_weight(e.weight, b["success"])
-
-    def _push_context(self, b):
-        n = self._node(b["to"])
-        c = b["chunk"]
-        n.context.append({"from": c["from"], "dim": c["dim"], "vec": list(c.get("vec", [])),
-                          "note": c["note"]})
-        n._state = None
-
-    def _commit_log(self, b):
-        n = self._node(b["node"])
-        n.log.append((b["at"], b["kind"], b["detail"]))
-        self._touch(n)
-
-    def _record_usefulness(self, b):
-        # Counted, never logged: the last log lines are embedded, and vote lines once
-        # drifted heavily voted nodes off their topic.
-        n = self._node(b["node"])
-        if b["useful"]:
-            n.useful += 1
-        else:
-            n.unhelpful += 1
-        self._touch(n)
 
     # --- reading ----------------------------------------------------------------------
 
@@ -734,44 +580,52 @@ def _supersede_scan(g: "Graph", n: Node, old, key, value, fid, at) -> None:
         g.next_fact = fid + 1
 
 
-def _replay_handlers(g: "Graph", track: bool = True) -> dict:
-    """The replay handlers of ``g`` (see ``Graph.replay_handlers``).
+def _appliers(g: "Graph", track: bool = True) -> dict:
+    """The twelve operations of ``g`` as functions of their fields, in ``ops.SPECS``
+    order: ``appliers["AddFact"](node, fact_id, key, value, at)``.
 
-    ``track=False`` is for a graph that was empty when the fold began: every node it
-    ends with is new, so nothing is marked dirty per op (the fold marks all nodes once
-    at the end) and no state memo can exist yet.
+    Fields arrive checked (``ops.validate``'s types); references are checked here, and
+    an op that cannot apply raises ``ApplyError`` before changing anything. The clock
+    is the caller's (``ops.bind``). ``track=False`` is for a fold into a graph that was
+    empty: every node it ends with is new, so the hot operations mark nothing dirty
+    (the fold marks all nodes once at the end) and reset no state memo (none exists).
     """
-    from .ops import EDGE_KINDS, FAST_CHECKS, NODE_KINDS, U64_MAX as U
-
     nodes, edges, adj = g.nodes, g.edges, g.adj
     dirty_add, ed_add = g.dirty.add, g.edge_dirty.add
-    handlers = g.handlers
-    # Enum values map to one shared string: the lookup is the check, and a million
-    # ops keep a handful of strings instead of a copy each.
-    NK = {k: k for k in NODE_KINDS}
-    EK = {k: k for k in EDGE_KINDS}
-    new_node = Node
-    new_fact = Fact
-    new_edge = Edge
+    # Enum values map to one shared string: a million ops keep a handful of strings
+    # instead of a copy each (the canonical parse slices a new one per line).
+    NK = {k: k for k in _ops.NODE_KINDS}
+    EK = {k: k for k in _ops.EDGE_KINDS}
+    AK = {k: k for k in _ops.AREAS}
+    new_node, new_fact, new_edge = Node, Fact, Edge
     expand = EXPANSION_KINDS
     intern = sys.intern  # fact keys and log kinds repeat across the whole journal
     projects = g.projects
 
-    def create_node(b):
-        try:
-            id = b["id"]
-            kind = NK[b["kind"]]
-            label = b["label"]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (id.__class__ is int and at.__class__ is int and label.__class__ is str
-                and 0 <= id <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
+    def node_of(id) -> Node:
+        n = nodes.get(id)
+        if n is None:
+            raise ApplyError(f"node {id} missing")
+        return n
+
+    def edge_of(id) -> Edge:
+        e = edges.get(id)
+        if e is None:
+            raise ApplyError(f"edge {id} missing")
+        return e
+
+    def touch(n: Node) -> None:
+        n._state = None
+        dirty_add(n.id)
+
+    def edge_touched(e: Edge) -> None:
+        ed_add(e.src)
+        ed_add(e.dst)
+
+    def create_node(id, kind, label, at):
         if id in nodes:
             raise ApplyError(f"node {id} exists")
+        kind = NK[kind]
         n = new_node(id, kind, label, at)
         n.log.append((at, "created", "node created as " + label))
         nodes[id] = n
@@ -782,85 +636,63 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
         if track:
             dirty_add(id)
 
-    def add_fact(b):
-        try:
-            node = b["node"]
-            fid = b["fact_id"]
-            key = b["key"]
-            value = b["value"]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (node.__class__ is int and fid.__class__ is int and at.__class__ is int
-                and key.__class__ is str and value.__class__ is str
-                and 0 <= node <= U and 0 <= fid <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
+    def add_fact(node, fact_id, key, value, at):
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
         key = intern(key)
-        f = new_fact(fid, key, value, at)
+        f = new_fact(fact_id, key, value, at)
+        fresh = fact_id >= g.next_fact
         keys = n._keys
         if keys.__class__ is dict:
-            if fid >= g.next_fact and key not in keys:
+            if fresh and key not in keys:
                 keys[key] = f
             else:
-                _index_fact(n, keys, f, fid >= g.next_fact)
+                _index_fact(n, keys, f, fresh)
         n.facts.append(f)
         n.log.append((at, "fact_added", f))
-        if fid >= g.next_fact:
-            g.next_fact = fid + 1
+        if fresh:
+            g.next_fact = fact_id + 1
         if track:
             n._state = None
             dirty_add(node)
 
-    def supersede_fact(b):
-        try:
-            node = b["node"]
-            old = b["old_fact"]
-            key = b["new_key"]
-            value = b["new_value"]
-            fid = b["new_fact_id"]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (node.__class__ is int and old.__class__ is int and fid.__class__ is int
-                and at.__class__ is int and key.__class__ is str and value.__class__ is str
-                and 0 <= node <= U and 0 <= old <= U and 0 <= fid <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
+    def supersede_fact(node, old_fact, new_key, new_value, new_fact_id, at):
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        _supersede(g, n, old, intern(key), value, fid, at)
+        _supersede(g, n, old_fact, intern(new_key), new_value, new_fact_id, at)
         if track:
             n._state = None
             dirty_add(node)
 
-    def link(b):
-        try:
-            id = b["id"]
-            src = b["src"]
-            dst = b["dst"]
-            kind = EK[b["kind"]]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (id.__class__ is int and src.__class__ is int and dst.__class__ is int
-                and at.__class__ is int
-                and 0 <= id <= U and 0 <= src <= U and 0 <= dst <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
+    def set_area(node, area, at):
+        n = node_of(node)
+        old = n.area
+        n.area = AK[area]
+        n.log.append((at, "area_set", f"{old} -> {n.area}"))
+        touch(n)
+
+    def delete_node(node, hard, at):
+        n = node_of(node)
+        n.deleted = True
+        n.log.append((at, "deleted", "hard=true" if hard else "hard=false"))
+        # its edges no longer lead anywhere: both ends changed for structure readers
+        for eid in adj.get(n.id, ()):
+            edge_touched(edges[eid])
+        if hard:
+            del nodes[n.id]
+            projects.discard(n.id)
+        touch(n)
+
+    def link(id, src, dst, kind, at):
         if src not in nodes:
             raise ApplyError(f"node {src} missing")
         if dst not in nodes:
             raise ApplyError(f"node {dst} missing")
         if id in edges:
             raise ApplyError(f"edge {id} exists")
+        kind = EK[kind]
         edges[id] = new_edge(id, src, dst, kind, at)
         if id >= g.next_edge:
             g.next_edge = id + 1
@@ -870,19 +702,36 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
         if kind in expand:
             adjoin(adj, id, src, dst)
 
-    def commit_log(b):
-        try:
-            node = b["node"]
-            kind = b["kind"]
-            detail = b["detail"]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (node.__class__ is int and at.__class__ is int and kind.__class__ is str
-                and detail.__class__ is str and 0 <= node <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
+    def unlink(edge, at):
+        e = edge_of(edge)
+        e.invalid_at = at
+        edge_touched(e)
+
+    def reweight(edge, delta, at):
+        e = edge_of(edge)
+        edge_touched(e)
+        e.weight = min(max(f32(e.weight + f32(delta)), 0.0), 1.0)
+
+    def record_outcome(edge, success, at):
+        e = edges.get(edge)
+        if e is None:
+            raise ApplyError(f"edge {edge} missing")
+        if track:
+            ed_add(e.src)
+            ed_add(e.dst)
+        if success:
+            e.success += 1
+        else:
+            e.failure += 1
+        e.weight = outcome_weight(e.weight, success)
+
+    def push_context(to, chunk, at):
+        n = node_of(to)
+        n.context.append({"from": chunk["from"], "dim": chunk["dim"],
+                          "vec": list(chunk.get("vec", [])), "note": chunk["note"]})
+        n._state = None
+
+    def commit_log(node, kind, detail, at):
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
@@ -891,42 +740,9 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
             n._state = None
             dirty_add(node)
 
-    def record_outcome(b):
-        try:
-            edge = b["edge"]
-            ok = b["success"]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (edge.__class__ is int and at.__class__ is int and ok.__class__ is bool
-                and 0 <= edge <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
-        e = edges.get(edge)
-        if e is None:
-            raise ApplyError(f"edge {edge} missing")
-        if track:
-            ed_add(e.src)
-            ed_add(e.dst)
-        if ok:
-            e.success += 1
-        else:
-            e.failure += 1
-        e.weight = outcome_weight(e.weight, ok)
-
-    def record_usefulness(b):
-        try:
-            node = b["node"]
-            useful = b["useful"]
-            at = b["at"]
-        except (KeyError, TypeError):
-            return INVALID
-        if not (node.__class__ is int and at.__class__ is int and useful.__class__ is bool
-                and 0 <= node <= U and 0 <= at <= U):
-            return INVALID
-        if at >= g.clock:
-            g.clock = at + 1
+    def record_usefulness(node, useful, at):
+        # Counted, never logged: the last log lines are embedded, and vote lines once
+        # drifted heavily voted nodes off their topic.
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
@@ -938,23 +754,11 @@ def _replay_handlers(g: "Graph", track: bool = True) -> dict:
             n._state = None
             dirty_add(node)
 
-    def checked(name):
-        check, h = FAST_CHECKS[name], handlers[name]
-
-        def run(b):
-            if not check(b):
-                return INVALID
-            at = b["at"]
-            if at >= g.clock:
-                g.clock = at + 1
-            h(b)
-        return run
-
-    out = {name: checked(name) for name in handlers}
-    out.update({"CreateNode": create_node, "AddFact": add_fact,
-                "SupersedeFact": supersede_fact, "Link": link, "CommitLog": commit_log,
-                "RecordOutcome": record_outcome, "RecordUsefulness": record_usefulness})
-    return out
-
+    return {"CreateNode": create_node, "AddFact": add_fact,
+            "SupersedeFact": supersede_fact, "SetArea": set_area,
+            "DeleteNode": delete_node, "Link": link, "Unlink": unlink,
+            "Reweight": reweight, "RecordOutcome": record_outcome,
+            "PushContext": push_context, "CommitLog": commit_log,
+            "RecordUsefulness": record_usefulness}
 
 __all__ = ["ApplyError", "CLOCK_START", "EDGE_KINDS", "Edge", "Fact", "Graph", "Node", "f32"]

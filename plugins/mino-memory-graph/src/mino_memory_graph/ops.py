@@ -115,11 +115,11 @@ def validate(obj) -> str | None:
 
 
 
-def _fast_validator(name: str, spec):
-    """Compile one boolean expression that accepts the common well-formed body."""
+def _conditions(spec, refs) -> str:
+    """One boolean expression accepting well-formed values of ``spec``'s fields, read
+    from the expressions ``refs`` (in field order): ``validate``'s checks, inlined."""
     conds = []
-    for field, kind in spec:
-        ref = f"b[{field!r}]"
+    for (_, kind), ref in zip(spec, refs):
         if kind == U64:
             conds.append(f"{ref}.__class__ is int and 0 <= {ref} <= {U64_MAX}")
         elif kind == STR:
@@ -136,13 +136,28 @@ def _fast_validator(name: str, spec):
             conds.append(f"_check_f32({ref})")
         elif kind == CHUNK:
             conds.append(f"_check_chunk({ref}) is None")
-    src = ("def check(b):\n    try:\n        return b.__class__ is dict and ("
-           + " and ".join(conds) + ")\n    except KeyError:\n        return False\n")
-    ns = {"NODE_KIND_SET": NODE_KIND_SET, "AREA_SET": AREA_SET,
-          "EDGE_KIND_SET": EDGE_KIND_SET, "_check_f32": _check_f32,
-          "_check_chunk": _check_chunk}
+    return " and ".join(conds)
+
+
+INVALID = object()  # a replay caller's answer for "not this operation" (quarantine)
+
+_GENERATED_NS = {"INVALID": INVALID, "NODE_KIND_SET": NODE_KIND_SET, "AREA_SET": AREA_SET,
+                 "EDGE_KIND_SET": EDGE_KIND_SET, "_check_f32": _check_f32,
+                 "_check_chunk": _check_chunk}
+
+
+def _generate(src: str, name: str):
+    ns = dict(_GENERATED_NS)
     exec(src, ns)  # noqa: S102 - generated from the constant SPECS table above
-    return ns["check"]
+    return ns[name]
+
+
+def _fast_validator(name: str, spec):
+    """Compile one boolean expression that accepts the common well-formed body."""
+    conds = _conditions(spec, [f"b[{field!r}]" for field, _ in spec])
+    src = ("def check(b):\n    try:\n        return b.__class__ is dict and ("
+           + conds + ")\n    except KeyError:\n        return False\n")
+    return _generate(src, "check")
 
 
 FAST_CHECKS = {name: _fast_validator(name, spec) for name, spec in SPECS.items()}
@@ -157,6 +172,55 @@ def validate_fast(obj) -> str | None:
                 return None
     return validate(obj)
 
+
+
+# --- binding the graph's appliers to bodies -------------------------------------------
+#
+# The graph applies each operation through a function of its fields in SPECS order
+# (``model._appliers``); ``bind`` gives the two ways in from a body dict, generated
+# from SPECS so that the field order, the checks and the clock rule are written once.
+
+def _binder(spec):
+    """Compile ``make(g, apply) -> (by_body, replay)`` for one operation's ``spec``."""
+    vs = [f"v{i}" for i in range(len(spec) - 1)] + ["at"]  # every op ends with ``at``
+    args = ", ".join(vs)
+    src = "\n".join([
+        "def make(g, apply):",
+        "    def by_body(b):",
+        "        return apply(" + ", ".join(f"b[{f!r}]" for f, _ in spec) + ")",
+        "    def replay(b):",
+        "        try:",
+        *(f"            {v} = b[{f!r}]" for v, (f, _) in zip(vs, spec)),
+        "        except (KeyError, TypeError):",
+        "            return INVALID",
+        f"        if not ({_conditions(spec, vs)}):",
+        "            return INVALID",
+        "        if at >= g.clock:",
+        "            g.clock = at + 1",
+        f"        return apply({args})",
+        "    return by_body, replay",
+    ])
+    return _generate(src, "make")
+
+
+_BINDERS = {name: _binder(spec) for name, spec in SPECS.items()}
+
+
+def bind(g, appliers: dict) -> tuple[dict, dict]:
+    """``(by_body, replay)`` for ``appliers`` (op name -> function of the op's fields
+    in SPECS order) over graph ``g``:
+
+    - ``by_body[name](body)`` applies a validated body and leaves the clock alone (a
+      write request's own ops: the request's ``at`` is the clock);
+    - ``replay[name](body)`` checks the fields as ``validate`` does and gives back
+      ``INVALID`` (changing nothing, not even the clock) when they are not that
+      operation; else it moves ``g.clock`` past ``at`` (as Mnemo's sync does, even
+      for an op that then cannot apply) and applies, ``ApplyError`` included.
+    """
+    by_body, replay = {}, {}
+    for name, make in _BINDERS.items():
+        by_body[name], replay[name] = make(g, appliers[name])
+    return by_body, replay
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
