@@ -429,3 +429,32 @@ def test_fact_index_equals_scanning(script):
     ref = _run(journal, scan_only=True, replay=False)
     assert _run(journal, scan_only=False, replay=False) == ref
     assert _run(journal, scan_only=False, replay=True) == ref
+
+
+def test_a_big_fold_into_a_long_lived_graph_is_frozen_and_release_breaks_cycles(
+        monkeypatch):
+    """A store's cold open freezes what it built (no collection walks it again); a
+    released graph holds no reference to itself, so dropping it frees it even then."""
+    import gc
+    import sys
+
+    from mino_memory_graph import journal
+
+    monkeypatch.setattr(journal, "FREEZE_OPS", 20)
+    lines = [ops.create_node(i, "Aspect", f"n{i}", i) for i in range(1, 31)]
+    data = b"".join(ops.encode(name, body) for name, body in lines)
+    before = gc.get_freeze_count()
+    try:
+        small = Graph()
+        fold(data[: data.index(b"\n") + 1], small, 0, Report(), [], long_lived=True)
+        assert gc.get_freeze_count() == before  # one op: below the threshold
+        g = Graph()
+        fold(data, g, 0, Report(), [], long_lived=True)
+        assert gc.get_freeze_count() > before
+        assert len(g.nodes) == 30 and gc.isenabled()
+    finally:
+        gc.unfreeze()
+    assert sys.getrefcount(g) > 2  # its handlers close over it
+    g.release()
+    assert sys.getrefcount(g) == 2  # only ``g`` and the call's argument
+    assert g.state_of(1).startswith("[Aspect/Semantic] n1 #1")

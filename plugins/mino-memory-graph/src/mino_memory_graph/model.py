@@ -380,6 +380,13 @@ class Graph:
             rh = self.__dict__[key] = _ops.bind(self, _appliers(self, track))[1]
         return rh
 
+    def release(self) -> None:
+        """Break the graph's own reference cycles (its handlers close over it), so a
+        dropped graph is freed by reference counting even when ``gc.freeze`` put it
+        out of the collector's reach. The graph stays readable; it applies no more."""
+        self.handlers = {}
+        self.__dict__.clear()
+
     # --- the fold ---------------------------------------------------------------------
 
     def apply(self, name: str, body: dict) -> None:

@@ -284,8 +284,9 @@ class Store:
             before = self.report.ops
             self._catch_up()
             self.ops_since_cache = self.report.ops - before
-        if self.report.ops > 100_000 or len(self.graph.nodes) > 50_000:
+        if self.loaded_from_cache and len(self.graph.nodes) > 50_000:
             gc.freeze()  # a big graph is long-lived: keep it out of every later collection
+            # (a fold froze its own: ``journal.fold``)
 
     def _catch_up(self) -> int:
         """Apply lines appended since ``offset`` (caller holds a lock). Returns ops read."""
@@ -298,6 +299,7 @@ class Store:
             return 0
         if size < self.offset:
             log.warning("journal %s shrank or was replaced; reloading it", self.path)
+            self.graph.release()
             self.graph = Graph()
             self._engine = None
             self.offset = 0
@@ -305,7 +307,8 @@ class Store:
         cut = data.rfind(b"\n") + 1
         report = Report()
         bad: list[dict] = []
-        fold(data[:cut] if cut < len(data) else data, self.graph, self.offset, report, bad)
+        fold(data[:cut] if cut < len(data) else data, self.graph, self.offset, report, bad,
+             long_lived=True)
         tail = data[cut:]
         if tail:
             # Under either lock an unterminated tail is a dead writer's torn line.
@@ -508,6 +511,7 @@ class Store:
             self.journal.close()
             if self._engine is not None and hasattr(self._engine.scorer, "release"):
                 self._engine.scorer.release()
+            self.graph.release()
 
     def __enter__(self):
         return self
