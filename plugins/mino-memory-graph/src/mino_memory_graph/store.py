@@ -57,13 +57,20 @@ def scorer_factory(spec=None, embedder=None):
         if name is None:
             raise ValueError(f"unknown memory.graph.scorer {spec!r} "
                              f"(one of: {', '.join(sorted(set(SCORER_NAMES.values())))})")
+        # imported when the first recall needs a scorer (numpy comes with them), not
+        # while a store opens
         if name == "mnemo":
-            from .recall import MnemoScorer
+            def mnemo(graph):
+                from .recall import MnemoScorer
 
-            return lambda graph: MnemoScorer(embedder)
-        from .hybrid import HybridScorer
+                return MnemoScorer(embedder)
+            return mnemo
 
-        return lambda graph: HybridScorer(graph, embedder=embedder)
+        def hybrid(graph):
+            from .hybrid import HybridScorer
+
+            return HybridScorer(graph, embedder=embedder)
+        return hybrid
     if hasattr(spec, "scores") and not isinstance(spec, type):
         return lambda graph: spec
     if callable(spec):
