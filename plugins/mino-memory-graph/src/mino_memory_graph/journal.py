@@ -161,6 +161,17 @@ class Journal:
             n -= len(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    def last_newline(self, start: int, end: int) -> int:
+        """The offset just past the last newline in ``[start, end)``; ``start`` if none."""
+        hi = end
+        while hi > start:
+            lo = max(start, hi - (1 << 16))
+            i = self.read(lo, hi).rfind(b"\n")
+            if i >= 0:
+                return lo + i + 1
+            hi = lo
+        return start
+
     def quarantine(self, records: list[dict]) -> None:
         """Append ``{"reason", "raw", "offset"}`` records beside the journal; never fatal."""
         # ASCII-only records: raw garbage (a NUL, a U+0085 line break) stays one visible line.
@@ -196,7 +207,37 @@ class Journal:
         return self.size()
 
 
-FREEZE_OPS = 100_000  # a fold this big into a long-lived graph is frozen (see fold)
+FREEZE_OPS = 100_000  # a fold this big into a long-lived graph is frozen (see bulk)
+
+
+@contextmanager
+def bulk(graph: Graph, report: Report, long_lived: bool = False):
+    """The setting of a fold: yields whether ``graph`` was empty (``fresh``).
+
+    - Replay allocates millions of small objects and no cycles: the cyclic collector
+      is off meanwhile (it would run hundreds of times for nothing, doubling replay).
+    - Into an empty graph (a cold open) every node the fold leaves is new, so dirty
+      marks are set once at the end instead of by every op.
+    - ``long_lived``: the graph outlives the caller (a store's own graph). A fold of
+      at least ``FREEZE_OPS`` ops then moves everything the process tracks into the
+      collector's permanent generation (``gc.freeze``) before collection resumes:
+      otherwise the first collection after a cold open walks every object it just
+      built (measured: 0.8 s after a million ops, a fifth of the open), and every
+      full collection after that walks them again, for nothing.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    fresh = not graph.nodes and not graph.edges
+    ops = report.ops
+    try:
+        yield fresh
+    finally:
+        if fresh:
+            graph.dirty.update(graph.nodes)
+        if long_lived and report.ops - ops >= FREEZE_OPS:
+            gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def fold(data: bytes, graph: Graph, base: int, report: Report,
@@ -205,31 +246,10 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
 
     Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
     operations that cannot apply are skipped with a warning. Never raises for content.
-
-    ``long_lived``: the graph outlives the caller (a store's own graph). A fold of at
-    least ``FREEZE_OPS`` ops then moves everything the process tracks into the
-    collector's permanent generation (``gc.freeze``) before collection resumes:
-    otherwise the first collection after a cold open walks every object it just
-    built (measured: 0.8 s after a million ops, a fifth of the open), and every
-    full collection after that walks them again, for nothing.
+    ``long_lived``: see ``bulk``.
     """
-    # Replay allocates millions of small objects and no cycles: the cyclic collector
-    # would otherwise run hundreds of times for nothing (it doubles replay time).
-    enabled = gc.isenabled()
-    gc.disable()
-    # Into an empty graph (a cold open): every node the fold leaves is new, so dirty
-    # marks are set once at the end instead of by every op.
-    fresh = not graph.nodes and not graph.edges
-    ops = report.ops
-    try:
+    with bulk(graph, report, long_lived) as fresh:
         _fold(data, graph, base, report, bad, not fresh)
-    finally:
-        if fresh:
-            graph.dirty.update(graph.nodes)
-        if long_lived and report.ops - ops >= FREEZE_OPS:
-            gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 CHUNK = 1 << 18  # bytes decoded at once (whole lines, about 2,000 of them)

@@ -377,8 +377,17 @@ class Graph:
         key = "_replay" if track else "_replay_fresh"
         rh = self.__dict__.get(key)
         if rh is None:
-            rh = self.__dict__[key] = _ops.bind(self, _appliers(self, track))[1]
+            rh = self.__dict__[key] = _ops.bind(self, self.appliers(track))[1]
         return rh
+
+    def appliers(self, track: bool = True) -> dict:
+        """The operations as functions of their fields (``_appliers``); they leave the
+        clock to the caller."""
+        key = "_appliers" if track else "_appliers_fresh"
+        ap = self.__dict__.get(key)
+        if ap is None:
+            ap = self.__dict__[key] = _appliers(self, track)
+        return ap
 
     def release(self) -> None:
         """Break the graph's own reference cycles (its handlers close over it), so a

@@ -173,7 +173,6 @@ def validate_fast(obj) -> str | None:
     return validate(obj)
 
 
-
 # --- binding the graph's appliers to bodies -------------------------------------------
 #
 # The graph applies each operation through a function of its fields in SPECS order
@@ -204,6 +203,28 @@ def _binder(spec):
 
 
 _BINDERS = {name: _binder(spec) for name, spec in SPECS.items()}
+
+
+def _taker(spec):
+    """Compile ``take(body) -> fields | None``: the fields in SPECS order when they are
+    well formed (``validate``'s checks), else None."""
+    vs = [f"v{i}" for i in range(len(spec))]
+    src = "\n".join([
+        "def take(b):",
+        "    try:",
+        *(f"        {v} = b[{f!r}]" for v, (f, _) in zip(vs, spec)),
+        "    except (KeyError, TypeError):",
+        "        return None",
+        f"    if {_conditions(spec, vs)}:",
+        f"        return ({', '.join(vs)},)",
+        "    return None",
+    ])
+    return _generate(src, "take")
+
+
+def takers() -> dict:
+    """op name -> ``take(body)`` (see ``_taker``), for ``feed``'s worker."""
+    return {name: _taker(spec) for name, spec in SPECS.items()}
 
 
 def bind(g, appliers: dict) -> tuple[dict, dict]:

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import cache as _cache
+from . import feed as _feed
 from . import ops as _ops
 from .journal import Journal, Report, fold, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
@@ -310,16 +311,23 @@ class Store:
             self.graph = Graph()
             self._engine = None
             self.offset = 0
-        data = j.read(self.offset, size)
-        cut = data.rfind(b"\n") + 1
         report = Report()
         bad: list[dict] = []
-        fold(data[:cut] if cut < len(data) else data, self.graph, self.offset, report, bad,
+        start = self.offset
+        if (size - start >= _feed.MIN_BYTES and not self.graph.nodes
+                and not self.graph.edges and _feed.available()):
+            # a big cold open: parsed on the other core (``feed``); whatever the
+            # worker did not deliver is folded below
+            start = _feed.fold_in_worker(j, start, j.last_newline(start, size), self.graph,
+                                         report, bad)
+        data = j.read(start, size)
+        cut = data.rfind(b"\n") + 1
+        fold(data[:cut] if cut < len(data) else data, self.graph, start, report, bad,
              long_lived=True)
         tail = data[cut:]
         if tail:
             # Under either lock an unterminated tail is a dead writer's torn line.
-            self._torn_tail(tail, self.offset + cut, report, bad)
+            self._torn_tail(tail, start + cut, report, bad)
         if bad:
             report.quarantined += len(bad)
             report.bad.extend({"offset": b["offset"], "reason": b["reason"]}
