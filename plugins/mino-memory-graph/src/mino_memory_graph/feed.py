@@ -194,6 +194,7 @@ def _worker(argv: list[str]) -> None:
     scan = json.JSONDecoder().scan_once
     tk = takers()
     take = {name: (i, tk[name]) for i, name in enumerate(OP_NAMES)}
+    popitem = dict.popitem
     out = sys.stdout.buffer
     frames = 0
     pos = start
@@ -221,10 +222,10 @@ def _worker(argv: list[str]) -> None:
             while p < n:
                 try:
                     obj, nxt = scan(text, p)
-                    if text[nxt] == "\n" and len(obj) == 1:
-                        ((name, body),) = obj.items()
+                    if text[nxt] == "\n":
+                        name, body = popitem(obj)
                         code, t = take[name]
-                        f = t(body)
+                        f = None if obj else t(body)
                         if f is not None:
                             codes.append(code)
                             vals.append(f)

@@ -532,32 +532,6 @@ class Graph:
         }
 
 
-def _supersede(g: "Graph", n: Node, old, key, value, fid, at) -> None:
-    """SupersedeFact on ``n``: through the key index when the target is the key's only
-    live value (the usual case), else by one scan of the node's facts."""
-    keys = n._keys
-    if keys is None:
-        keys = n._keys = key_index(n.facts)
-    if keys.__class__ is dict:
-        cur = keys.get(key)
-        # ids are unique on this node (else keys is False): cur is *the* fact ``old``
-        if cur is not None and cur.__class__ is not list and cur.id == old:
-            cur.active = False
-            cur.superseded_by = fid
-            f = Fact(fid, key, value, at)
-            if fid >= g.next_fact:
-                g.next_fact = fid + 1
-                keys[key] = f
-            elif any(x.id == fid for x in n.facts):
-                n._keys = False
-            else:
-                keys[key] = f
-            n.facts.append(f)
-            n.log.append((at, "fact_superseded", f, old))
-            return
-    _supersede_scan(g, n, old, key, value, fid, at)
-
-
 def _supersede_scan(g: "Graph", n: Node, old, key, value, fid, at) -> None:
     """The general case: the target is the first fact with id ``old`` (live or not) and
     every other live fact under ``key`` retires too (one current value per key).
@@ -677,7 +651,29 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        _supersede(g, n, old_fact, intern(new_key), new_value, new_fact_id, at)
+        key = intern(new_key)
+        # Through the key index when the target is the key's only live value (the
+        # usual case), else by one scan of the node's facts.
+        keys = n._keys
+        if keys is None:
+            keys = n._keys = key_index(n.facts)
+        cur = keys.get(key) if keys.__class__ is dict else None
+        # ids are unique on this node (else keys is False): cur is *the* fact old_fact
+        if cur is not None and cur.__class__ is not list and cur.id == old_fact:
+            cur.active = False
+            cur.superseded_by = new_fact_id
+            f = new_fact(new_fact_id, key, new_value, at)
+            if new_fact_id >= g.next_fact:
+                g.next_fact = new_fact_id + 1
+                keys[key] = f
+            elif any(x.id == new_fact_id for x in n.facts):
+                n._keys = False
+            else:
+                keys[key] = f
+            n.facts.append(f)
+            n.log.append((at, "fact_superseded", f, old_fact))
+        else:
+            _supersede_scan(g, n, old_fact, key, new_value, new_fact_id, at)
         if track:
             n._state = None
             dirty_add(node)
@@ -715,8 +711,18 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
         if track:
             ed_add(src)
             ed_add(dst)
-        if kind in expand:
-            adjoin(adj, id, src, dst)
+        if kind in expand:  # ``adjoin``, inlined: links are a sixth of a journal
+            lst = adj.get(src)
+            if lst is None:
+                adj[src] = [id]
+            else:
+                lst.append(id)
+            if dst != src:
+                lst = adj.get(dst)
+                if lst is None:
+                    adj[dst] = [id]
+                else:
+                    lst.append(id)
 
     def unlink(edge, at):
         e = edge_of(edge)
