@@ -38,6 +38,7 @@ log = logging.getLogger("mino.memory.graph")
 MIN_BYTES = 16 << 20  # below this (~140k ops) starting a worker costs more than it saves
 ALONE = 255
 READ = 1 << 18  # journal bytes per frame (whole lines, about 2,000 of them)
+PIPE_BYTES = 1 << 20  # Linux's default limit for an unprivileged process
 _HEAD = struct.Struct("<Q")
 _PKG_PARENT = str(Path(__file__).resolve().parent.parent)
 _ENTRY = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -80,6 +81,7 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
     except OSError as e:
         log.info("replay worker did not start (%s); replaying in this process", e)
         return start
+    _widen(proc.stdout)
     reached = start
     done = False
     try:
@@ -135,6 +137,17 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
 
 
 _END = object()
+
+
+def _widen(pipe) -> None:
+    """Let the worker run up to a few frames ahead (Linux pipes hold 64 KiB, half a
+    frame): neither process then waits on the other's every hiccup."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass  # the default size works, a little slower
 
 
 def _next_frame(stream, reached: int):
