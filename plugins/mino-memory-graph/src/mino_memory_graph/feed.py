@@ -98,16 +98,17 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
                 first, stop, codes, fields = frame
                 offsets = _Offsets(journal, first, stop)
                 clock = graph.clock
-                applied = skipped = 0
-                i = -1
+                # counted for the frame, not per op: every op applies unless it is
+                # skipped or is a line judged here (which counts itself)
+                applied, skipped, alone, alone_skipped = len(codes), 0, 0, 0
                 for code, f in zip(codes, fields):
-                    i += 1
-                    if code == ALONE:
+                    if code == ALONE:  # ``f`` is the line's index in the frame
+                        alone += 1
                         graph.clock = clock
-                        off, n = offsets.line(i)
+                        off, n = offsets.line(f)
                         line = journal.read(off, off + n)[:-1]
                         s1, a1 = _fold_lines((line,), graph, off, report, bad)
-                        skipped += s1
+                        alone_skipped += s1
                         applied += a1
                         clock = graph.clock
                         continue
@@ -116,10 +117,12 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
                         clock = at + 1
                     try:
                         table[code](*f)
-                        applied += 1
                     except ApplyError as e:
                         skipped += 1
+                        i = next(k for k, x in enumerate(fields) if x is f)
                         _skip(report, offsets.line(i)[0], OP_NAMES[code], e)
+                applied -= alone + skipped
+                skipped += alone_skipped
                 graph.clock = clock
                 report.applied += applied
                 report.skipped += skipped
@@ -229,7 +232,7 @@ def _worker(argv: list[str]) -> None:
         except UnicodeDecodeError:  # every line of the block is judged by the parent
             n = block.count(b"\n")
             codes.extend(bytes((ALONE,)) * n)
-            vals.extend([()] * n)
+            vals.extend(range(n))
         else:
             p, n = 0, len(text)
             while p < n:
@@ -247,7 +250,7 @@ def _worker(argv: list[str]) -> None:
                 except Exception:  # noqa: BLE001 - not an op as it stands: the parent judges
                     pass
                 codes.append(ALONE)
-                vals.append(())
+                vals.append(len(vals))
                 p = text.find("\n", p) + 1
         payload = marshal.dumps((pos, pos + cut, bytes(codes), vals))
         out.write(_HEAD.pack(len(payload)))
