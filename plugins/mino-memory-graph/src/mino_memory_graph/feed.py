@@ -33,6 +33,8 @@ import struct
 import sys
 from pathlib import Path
 
+from .ops import OP_NAMES
+
 log = logging.getLogger("mino.memory.graph")
 
 MIN_BYTES = 16 << 20  # below this (~140k ops) starting a worker costs more than it saves
@@ -69,8 +71,6 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
 
     from .journal import _fold_lines, _skip, bulk
     from .model import ApplyError
-    from .ops import OP_NAMES
-
     argv = [sys.executable, "-I", "-c", _ENTRY, _PKG_PARENT, str(journal.fd), str(start),
             str(end)]
     if stop_after is not None:
@@ -140,6 +140,7 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
 
 
 _END = object()
+_CODES = bytes(range(len(OP_NAMES))) + bytes((ALONE,))
 
 
 def _widen(pipe) -> None:
@@ -168,7 +169,8 @@ def _next_frame(stream, reached: int):
             return None
         frame = marshal.loads(payload)
         first, stop, codes, fields = frame
-        if first != reached or stop <= first or len(codes) != len(fields):
+        if (first != reached or stop <= first or len(codes) != len(fields)
+                or codes.translate(None, _CODES)):  # a byte that names no operation
             return None
         return frame
     except (ValueError, TypeError, EOFError, OSError) as e:
@@ -203,7 +205,7 @@ class _Offsets:
 def _worker(argv: list[str]) -> None:
     import json
 
-    from .ops import OP_NAMES, takers
+    from .ops import takers
 
     fd, start, end = int(argv[0]), int(argv[1]), int(argv[2])
     stop_after = int(argv[3]) if len(argv) > 3 else -1
