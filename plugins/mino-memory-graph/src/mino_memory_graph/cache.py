@@ -25,7 +25,7 @@ import zlib
 from pathlib import Path
 
 from .model import (EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, LazyNode, Log, Node,
-                    adjoin, node_body)
+                    node_body)
 from .ops import AREAS, EDGE_KINDS, NODE_KINDS
 
 MAGIC = b"MNEMOGC\x00"
@@ -168,7 +168,7 @@ def graph_from_columns(cols: dict, bodies) -> Graph:
         if kind == "Entity" and label.startswith(PROJECT_PREFIX):
             projects.add(id)
     ge = g.edges
-    adj = g.adj
+    adjacent = g.adj.setdefault
     enew = Edge.__new__
     ekinds = [EDGE_KINDS[k] for k in cols["ekind"].tolist()]
     expand = EXPANSION_KINDS
@@ -179,8 +179,10 @@ def graph_from_columns(cols: dict, bodies) -> Graph:
         e.id, e.src, e.dst, e.kind, e.weight = id, src, dst, kind, w
         e.valid_from, e.invalid_at, e.success, e.failure = vf, ia, su, fa
         ge[id] = e
-        if kind in expand:
-            adjoin(adj, id, src, dst)
+        if kind in expand:  # both ends' adjacency lists, once for a self-loop
+            adjacent(src, []).append(id)
+            if dst != src:
+                adjacent(dst, []).append(id)
     return g
 
 

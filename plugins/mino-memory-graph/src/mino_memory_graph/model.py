@@ -57,21 +57,6 @@ def outcome_weight(w: float, success: bool) -> float:
     return nw
 
 
-def adjoin(adj: dict, id: int, src: int, dst: int) -> None:
-    """Record edge ``id`` in the adjacency lists of both ends (once for a self-loop)."""
-    lst = adj.get(src)
-    if lst is None:
-        adj[src] = [id]
-    else:
-        lst.append(id)
-    if dst != src:
-        lst = adj.get(dst)
-        if lst is None:
-            adj[dst] = [id]
-        else:
-            lst.append(id)
-
-
 class ApplyError(Exception):
     """An operation that is well formed but cannot apply to this graph."""
 
@@ -711,7 +696,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
         if track:
             ed_add(src)
             ed_add(dst)
-        if kind in expand:  # ``adjoin``, inlined: links are a sixth of a journal
+        if kind in expand:  # both ends' adjacency lists (once for a self-loop)
             lst = adj.get(src)
             if lst is None:
                 adj[src] = [id]
