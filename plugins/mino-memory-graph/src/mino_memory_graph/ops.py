@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 NODE_KINDS = ("Aspect", "TaskEpisode", "Entity", "Harness", "Outcome")
 AREAS = ("Episodic", "Semantic", "Procedural", "Spatial", "Salience", "Executive")
@@ -141,7 +142,8 @@ def _conditions(spec, refs) -> str:
 
 INVALID = object()  # a replay caller's answer for "not this operation" (quarantine)
 
-_GENERATED_NS = {"INVALID": INVALID, "NODE_KIND_SET": NODE_KIND_SET, "AREA_SET": AREA_SET,
+_GENERATED_NS = {"INVALID": INVALID, "intern": sys.intern,
+                 "NODE_KIND_SET": NODE_KIND_SET, "AREA_SET": AREA_SET,
                  "EDGE_KIND_SET": EDGE_KIND_SET, "_check_f32": _check_f32,
                  "_check_chunk": _check_chunk}
 
@@ -205,10 +207,16 @@ def _binder(spec):
 _BINDERS = {name: _binder(spec) for name, spec in SPECS.items()}
 
 
+# Fields whose few values repeat across a whole journal (fact keys, log and enum kinds).
+_NAMES = frozenset(("key", "new_key", "kind"))
+
+
 def _taker(spec):
     """Compile ``take(body) -> fields | None``: the fields in SPECS order when they are
-    well formed (``validate``'s checks), else None."""
+    well formed (``validate``'s checks), else None. Names (``_NAMES``) come back
+    interned: marshal then sends each once per frame, and the receiver keeps one copy."""
     vs = [f"v{i}" for i in range(len(spec))]
+    out = [f"intern({v})" if f in _NAMES else v for v, (f, _) in zip(vs, spec)]
     src = "\n".join([
         "def take(b):",
         "    try:",
@@ -216,7 +224,7 @@ def _taker(spec):
         "    except (KeyError, TypeError):",
         "        return None",
         f"    if {_conditions(spec, vs)}:",
-        f"        return ({', '.join(vs)},)",
+        f"        return ({', '.join(out)},)",
         "    return None",
     ])
     return _generate(src, "take")
