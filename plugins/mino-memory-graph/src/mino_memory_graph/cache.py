@@ -301,14 +301,26 @@ def validate_marks(header: dict, journal) -> None:
         raise CacheInvalid("journal content differs from when the cache was taken")
 
 
+FREEZE_NODES = 50_000  # a loaded graph this big is frozen (see load)
+
+
 def load(path: Path, journal, engine_factory, scorer_name: str = ""):
-    """Return ``(graph, engine, offset)`` from a valid cache, else raise CacheInvalid."""
-    # Millions of acyclic objects: the cyclic collector would run for nothing.
+    """Return ``(graph, engine, offset)`` from a valid cache, else raise CacheInvalid.
+
+    Millions of acyclic objects: the cyclic collector is off meanwhile (it would run
+    for nothing), and a graph of ``FREEZE_NODES`` nodes or more is frozen before it
+    comes back on, as a big fold is (``journal.bulk``): the store keeps it for good.
+    """
     enabled = gc.isenabled()
     gc.disable()
+    big = False
     try:
-        return _load(path, journal, engine_factory, scorer_name)
+        loaded = _load(path, journal, engine_factory, scorer_name)
+        big = len(loaded[0].nodes) >= FREEZE_NODES
+        return loaded
     finally:
+        if big:
+            gc.freeze()
         if enabled:
             gc.enable()
 

@@ -19,7 +19,6 @@ shared lock just long enough to catch up.
 """
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -292,9 +291,6 @@ class Store:
             before = self.report.ops
             self._catch_up()
             self.ops_since_cache = self.report.ops - before
-        if self.loaded_from_cache and len(self.graph.nodes) > 50_000:
-            gc.freeze()  # a big graph is long-lived: keep it out of every later collection
-            # (a fold froze its own: ``journal.fold``)
 
     def _catch_up(self) -> int:
         """Apply lines appended since ``offset`` (caller holds a lock). Returns ops read."""
