@@ -71,6 +71,7 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
 
     from .journal import _fold_lines, _skip, bulk
     from .model import ApplyError
+
     argv = [sys.executable, "-I", "-c", _ENTRY, _PKG_PARENT, str(journal.fd), str(start),
             str(end)]
     if stop_after is not None:
@@ -132,10 +133,10 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
         if not done:
             proc.kill()
         proc.stdout.close()
-        code = proc.wait()
+        rc = proc.wait()
     if not done:
         log.warning("replay worker stopped early (exit %s) at byte %d of %d; replaying "
-                    "the rest in this process", code, reached, end)
+                    "the rest in this process", rc, reached, end)
     return reached
 
 
