@@ -7,12 +7,13 @@ an empty graph, ``fold_in_worker`` starts ``python -I`` on this module, hands it
 open journal descriptor and a byte range of whole lines, and applies the worker's
 frames as they come:
 
-    frame := u64 length (little endian) + marshal((first, end, codes, fields))
+    frame := u64 length (little endian) + marshal((first, end, codes, fields, top))
 
 for the whole lines in ``[first, end)``: ``codes`` holds one byte per line (the
 operation's index in ``ops.OP_NAMES``, or ``ALONE`` for a line the worker did not
 take) and ``fields`` each op's field values in SPECS order, what ``Graph.appliers``
-take. A zero length ends the stream. The worker checks fields with ``ops.takers``,
+take, and ``top`` their largest ``at`` (-1 for none), which moves the clock once per
+frame. A zero length ends the stream. The worker checks fields with ``ops.takers``,
 the same checks as the in-process fold; ALONE lines (not an op as they stand, not
 UTF-8, padding) are read back and judged here by the per-line path, and a skipped op's
 offset is found by reading its frame back, so quarantine and skip records are the same
@@ -96,26 +97,20 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
                 if frame is _END:
                     done = reached == end
                     break
-                first, stop, codes, fields = frame
+                first, stop, codes, fields, top = frame
                 offsets = _Offsets(journal, first, stop)
-                clock = graph.clock
                 # counted for the frame, not per op: every op applies unless it is
                 # skipped or is a line judged here (which counts itself)
                 applied, skipped, alone, alone_skipped = len(codes), 0, 0, 0
                 for code, f in zip(codes, fields):
                     if code == ALONE:  # ``f`` is the line's index in the frame
                         alone += 1
-                        graph.clock = clock
                         off, n = offsets.line(f)
                         line = journal.read(off, off + n)[:-1]
                         s1, a1 = _fold_lines((line,), graph, off, report, bad)
                         alone_skipped += s1
                         applied += a1
-                        clock = graph.clock
                         continue
-                    at = f[-1]
-                    if at >= clock:
-                        clock = at + 1
                     try:
                         table[code](*f)
                     except ApplyError as e:
@@ -124,7 +119,10 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
                         _skip(report, offsets.line(i)[0], OP_NAMES[code], e)
                 applied -= alone + skipped
                 skipped += alone_skipped
-                graph.clock = clock
+                # Each op moves the clock past its ``at``, applied or not, and nothing
+                # reads the clock meanwhile: the frame's largest ``at`` does it once.
+                if top >= graph.clock:
+                    graph.clock = top + 1
                 report.applied += applied
                 report.skipped += skipped
                 report.ops += applied + skipped
@@ -169,8 +167,8 @@ def _next_frame(stream, reached: int):
         if len(payload) != size:
             return None
         frame = marshal.loads(payload)
-        first, stop, codes, fields = frame
-        if (first != reached or stop <= first or len(codes) != len(fields)
+        first, stop, codes, fields, top = frame
+        if (top.__class__ is not int or first != reached or stop <= first or len(codes) != len(fields)
                 or codes.translate(None, _CODES)):  # a byte that names no operation
             return None
         return frame
@@ -230,6 +228,7 @@ def _worker(argv: list[str]) -> None:
             block = block[:cut]
         codes = bytearray()
         vals: list = []
+        top = -1  # the largest ``at`` of the ops taken
         try:
             text = block.decode("utf-8")
         except UnicodeDecodeError:  # every line of the block is judged by the parent
@@ -248,6 +247,8 @@ def _worker(argv: list[str]) -> None:
                         if f is not None:
                             codes.append(code)
                             vals.append(f)
+                            if f[-1] > top:
+                                top = f[-1]
                             p = nxt + 1
                             continue
                 except Exception:  # noqa: BLE001 - not an op as it stands: the parent judges
@@ -255,7 +256,7 @@ def _worker(argv: list[str]) -> None:
                 codes.append(ALONE)
                 vals.append(len(vals))
                 p = text.find("\n", p) + 1
-        payload = marshal.dumps((pos, pos + cut, bytes(codes), vals))
+        payload = marshal.dumps((pos, pos + cut, bytes(codes), vals, top))
         out.write(_HEAD.pack(len(payload)))
         out.write(payload)
         pos += cut
