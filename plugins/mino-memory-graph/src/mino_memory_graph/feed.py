@@ -40,7 +40,7 @@ log = logging.getLogger("mino.memory.graph")
 
 MIN_BYTES = 16 << 20  # below this (~140k ops) starting a worker costs more than it saves
 ALONE = 255
-READ = 1 << 18  # journal bytes per frame (whole lines, about 2,000 of them)
+READ = 1 << 16  # journal bytes per frame (whole lines, ~550): a frame stays in cache
 PIPE_BYTES = 1 << 20  # Linux's default limit for an unprivileged process
 _HEAD = struct.Struct("<Q")
 _PKG_PARENT = str(Path(__file__).resolve().parent.parent)
@@ -143,8 +143,8 @@ _CODES = bytes(range(len(OP_NAMES))) + bytes((ALONE,))
 
 
 def _widen(pipe) -> None:
-    """Let the worker run up to a few frames ahead (Linux pipes hold 64 KiB, half a
-    frame): neither process then waits on the other's every hiccup."""
+    """Let the worker run some 30 frames ahead (a Linux pipe holds 64 KiB, about two):
+    neither process then waits on the other's every hiccup."""
     try:
         import fcntl
 
