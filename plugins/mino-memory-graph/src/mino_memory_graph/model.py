@@ -568,7 +568,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
     nodes, edges, adj = g.nodes, g.edges, g.adj
     dirty_add, ed_add = g.dirty.add, g.edge_dirty.add
     # Enum values map to one shared string: a million ops keep a handful of strings
-    # instead of a copy each (the canonical parse slices a new one per line).
+    # instead of a copy each (every parsed line brings its own).
     NK = {k: k for k in _ops.NODE_KINDS}
     EK = {k: k for k in _ops.EDGE_KINDS}
     AK = {k: k for k in _ops.AREAS}
