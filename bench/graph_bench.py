@@ -184,6 +184,11 @@ def replay_cold(path: Path, reps: int, worker: bool = True) -> dict:
             "ops": ops, "nodes": runs[0]["nodes"]}
 
 
+def runs(r: dict) -> str:
+    """A replay's runs, for the report: ``['290,000', '301,000', ...]``."""
+    return str([f"{x:,}" for x in r["runs_ops_per_s"]])
+
+
 def queries(n, seed=2):
     rnd = random.Random(seed)
     return [" ".join(rnd.choices(VOCAB, k=rnd.randint(3, 7))) for _ in range(n)]
@@ -292,13 +297,13 @@ def main():
     r = res["replay_cold"]
     print(f"replay cold, uniform node access (worst case): {r['ops']:,} ops in "
           f"{r['seconds']} s = {r['ops_per_s']:,} ops/s, median of "
-          f"{[f'{x:,}' for x in r['runs_ops_per_s']]} ({r['journal_mb']} MB; "
+          f"{runs(r)} ({r['journal_mb']} MB; "
           f"target >= 300,000 ops/s)")
     r1 = res["replay_cold_one_process"]
     if r["journal_mb"] * 1e6 >= MIN_BYTES:
         print(f"  {res['replay_speedup_from_worker']}x the same replay parsed in the "
               f"opening process ({r1['ops_per_s']:,} ops/s, median of "
-              f"{[f'{x:,}' for x in r1['runs_ops_per_s']]})")
+              f"{runs(r1)})")
     else:
         print(f"  (below the replay worker's {MIN_BYTES >> 20} MiB: parsed in the opening "
               f"process; {r1['ops_per_s']:,} ops/s in the runs without a worker)")
@@ -306,7 +311,7 @@ def main():
           f"its lines ({res['parse_floor']['ops_per_s']:,} lines/s, nothing applied)")
     r = res["replay_cold_recency"]
     print(f"replay cold, 70% of ops on the 50 newest nodes (agent-like): "
-          f"{r['ops_per_s']:,} ops/s, median of {[f'{x:,}' for x in r['runs_ops_per_s']]}")
+          f"{r['ops_per_s']:,} ops/s, median of {runs(r)}")
     print(f"first index of every node ({res['scorer']}): {res['first_index_all_nodes_s']} s; "
           f"cache write {res['cache_write']['seconds']} s, {res['cache_write']['mb']} MB")
     r = res["open_with_cache"]

@@ -234,6 +234,22 @@ def _index_fact(n: "Node", keys: dict, f: "Fact", fresh_id: bool) -> None:
         keys[f.key] = [cur, f]
 
 
+def _lazy(slot, resets_keys: bool = False) -> property:
+    """A ``Node`` slot that materialises a cached node's body on first read or write."""
+    def get(self):
+        if self._body is not None:
+            self._materialise()
+        return slot.__get__(self, Node)
+
+    def set(self, v):
+        if self._body is not None:
+            self._materialise()
+        slot.__set__(self, v)
+        if resets_keys:
+            self._keys = None
+    return property(get, set)
+
+
 class LazyNode(Node):
     """A node loaded from the derived cache: facts, log and context stay one marshal
     blob until first read or written (an open touches only the nodes it needs)."""
@@ -258,40 +274,9 @@ class LazyNode(Node):
         blob, a, b = self._body
         return blob[a:b]
 
-    def _get_facts(self):
-        if self._body is not None:
-            self._materialise()
-        return _FACTS.__get__(self, Node)
-
-    def _set_facts(self, v):
-        if self._body is not None:
-            self._materialise()
-        _FACTS.__set__(self, v)
-        self._keys = None
-
-    def _get_log(self):
-        if self._body is not None:
-            self._materialise()
-        return _LOG.__get__(self, Node)
-
-    def _set_log(self, v):
-        if self._body is not None:
-            self._materialise()
-        _LOG.__set__(self, v)
-
-    def _get_context(self):
-        if self._body is not None:
-            self._materialise()
-        return _CONTEXT.__get__(self, Node)
-
-    def _set_context(self, v):
-        if self._body is not None:
-            self._materialise()
-        _CONTEXT.__set__(self, v)
-
-    facts = property(_get_facts, _set_facts)
-    log = property(_get_log, _set_log)
-    context = property(_get_context, _set_context)
+    facts = _lazy(_FACTS, resets_keys=True)  # a new fact list invalidates the key index
+    log = _lazy(_LOG)
+    context = _lazy(_CONTEXT)
 
 
 def node_body(n: Node) -> tuple:

@@ -115,29 +115,35 @@ def validate(obj) -> str | None:
     return None
 
 
+_CONDITION = {  # ``validate``'s check of one field kind, as an expression over ``{r}``
+    U64: "{r}.__class__ is int and 0 <= {r} <= " + str(U64_MAX),
+    STR: "{r}.__class__ is str",
+    BOOL: "{r}.__class__ is bool",
+    NODEKIND: "{r}.__class__ is str and {r} in NODE_KIND_SET",
+    AREA: "{r}.__class__ is str and {r} in AREA_SET",
+    EDGEKIND: "{r}.__class__ is str and {r} in EDGE_KIND_SET",
+    F32: "_check_f32({r})",
+    CHUNK: "_check_chunk({r}) is None",
+}
+
 
 def _conditions(spec, refs) -> str:
     """One boolean expression accepting well-formed values of ``spec``'s fields, read
     from the expressions ``refs`` (in field order): ``validate``'s checks, inlined."""
-    conds = []
-    for (_, kind), ref in zip(spec, refs):
-        if kind == U64:
-            conds.append(f"{ref}.__class__ is int and 0 <= {ref} <= {U64_MAX}")
-        elif kind == STR:
-            conds.append(f"{ref}.__class__ is str")
-        elif kind == BOOL:
-            conds.append(f"{ref}.__class__ is bool")
-        elif kind == NODEKIND:
-            conds.append(f"{ref}.__class__ is str and {ref} in NODE_KIND_SET")
-        elif kind == AREA:
-            conds.append(f"{ref}.__class__ is str and {ref} in AREA_SET")
-        elif kind == EDGEKIND:
-            conds.append(f"{ref}.__class__ is str and {ref} in EDGE_KIND_SET")
-        elif kind == F32:
-            conds.append(f"_check_f32({ref})")
-        elif kind == CHUNK:
-            conds.append(f"_check_chunk({ref}) is None")
-    return " and ".join(conds)
+    return " and ".join(_CONDITION[kind].format(r=ref) for (_, kind), ref in zip(spec, refs))
+
+
+def _read_checked(spec, vs, indent: str, fail: str) -> list[str]:
+    """Source lines that read ``spec``'s fields of body ``b`` into the locals ``vs`` and
+    run ``fail`` (a statement) unless every one is well formed."""
+    return [
+        f"{indent}try:",
+        *(f"{indent}    {v} = b[{f!r}]" for v, (f, _) in zip(vs, spec)),
+        f"{indent}except (KeyError, TypeError):",
+        f"{indent}    {fail}",
+        f"{indent}if not ({_conditions(spec, vs)}):",
+        f"{indent}    {fail}",
+    ]
 
 
 INVALID = object()  # a replay caller's answer for "not this operation" (quarantine)
@@ -184,55 +190,21 @@ def validate_fast(obj) -> str | None:
 def _binder(spec):
     """Compile ``make(g, apply) -> (by_body, replay)`` for one operation's ``spec``."""
     vs = [f"v{i}" for i in range(len(spec) - 1)] + ["at"]  # every op ends with ``at``
-    args = ", ".join(vs)
     src = "\n".join([
         "def make(g, apply):",
         "    def by_body(b):",
         "        return apply(" + ", ".join(f"b[{f!r}]" for f, _ in spec) + ")",
         "    def replay(b):",
-        "        try:",
-        *(f"            {v} = b[{f!r}]" for v, (f, _) in zip(vs, spec)),
-        "        except (KeyError, TypeError):",
-        "            return INVALID",
-        f"        if not ({_conditions(spec, vs)}):",
-        "            return INVALID",
+        *_read_checked(spec, vs, "        ", "return INVALID"),
         "        if at >= g.clock:",
         "            g.clock = at + 1",
-        f"        return apply({args})",
+        f"        return apply({', '.join(vs)})",
         "    return by_body, replay",
     ])
     return _generate(src, "make")
 
 
 _BINDERS = {name: _binder(spec) for name, spec in SPECS.items()}
-
-
-# Fields whose few values repeat across a whole journal (fact keys, log and enum kinds).
-_NAMES = frozenset(("key", "new_key", "kind"))
-
-
-def _taker(spec):
-    """Compile ``take(body) -> fields | None``: the fields in SPECS order when they are
-    well formed (``validate``'s checks), else None. Names (``_NAMES``) come back
-    interned: marshal then sends each once per frame, and the receiver keeps one copy."""
-    vs = [f"v{i}" for i in range(len(spec))]
-    out = [f"intern({v})" if f in _NAMES else v for v, (f, _) in zip(vs, spec)]
-    src = "\n".join([
-        "def take(b):",
-        "    try:",
-        *(f"        {v} = b[{f!r}]" for v, (f, _) in zip(vs, spec)),
-        "    except (KeyError, TypeError):",
-        "        return None",
-        f"    if {_conditions(spec, vs)}:",
-        f"        return ({', '.join(out)},)",
-        "    return None",
-    ])
-    return _generate(src, "take")
-
-
-def takers() -> dict:
-    """op name -> ``take(body)`` (see ``_taker``), for ``feed``'s worker."""
-    return {name: _taker(spec) for name, spec in SPECS.items()}
 
 
 def bind(g, appliers: dict) -> tuple[dict, dict]:
@@ -250,6 +222,30 @@ def bind(g, appliers: dict) -> tuple[dict, dict]:
     for name, make in _BINDERS.items():
         by_body[name], replay[name] = make(g, appliers[name])
     return by_body, replay
+
+
+# Fields whose few values repeat across a whole journal (fact keys, log and enum kinds).
+_NAMES = frozenset(("key", "new_key", "kind"))
+
+
+def _taker(spec):
+    """Compile ``take(body) -> fields | None``: the fields in SPECS order when they are
+    well formed (``validate``'s checks), else None. Names (``_NAMES``) come back
+    interned: marshal then sends each once per frame, and the receiver keeps one copy."""
+    vs = [f"v{i}" for i in range(len(spec))]
+    out = [f"intern({v})" if f in _NAMES else v for v, (f, _) in zip(vs, spec)]
+    src = "\n".join([
+        "def take(b):",
+        *_read_checked(spec, vs, "    ", "return None"),
+        f"    return ({', '.join(out)},)",
+    ])
+    return _generate(src, "take")
+
+
+def takers() -> dict:
+    """op name -> ``take(body)`` (see ``_taker``), for ``feed``'s worker."""
+    return {name: _taker(spec) for name, spec in SPECS.items()}
+
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
