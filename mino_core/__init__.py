@@ -14,6 +14,7 @@ _EXPORTS = {
     "InvalidArguments": "tools", "Preview": "tools", "Status": "tools", "Tool": "tools",
     "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
     "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns", "visible": "confirm",
+    "atomic_write": "atomic", "PathChanged": "atomic",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -35,3 +36,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolContext, ToolResult
     from .turns import ToolOutcome, TurnInfo, TurnRecord
     from .confirm import visible
+    from .atomic import PathChanged, atomic_write
