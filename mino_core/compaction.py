@@ -18,7 +18,7 @@ from typing import Any
 
 from .logs import get_logger
 from .model import ModelError
-from .request import record_to_item
+from .request import message_item, record_to_item
 from .sessionlog import CONVERSATION
 
 DEFAULT_WINDOW = 128_000
@@ -161,7 +161,7 @@ def compact(session, *, in_turn: bool) -> str:
     text = _transcript(older)
     if previous:
         text = f"Summary of the turns before these:\n{previous}\n\nThe turns to add:\n{text}"
-    request_input = [{"role": "user", "content": text}]
+    request_input = [message_item("user", text)]
     try:
         summary = session.complete(SUMMARY_INSTRUCTIONS, request_input).strip()
     except ModelError as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .config import ModelSettings
 from .logs import get_logger
+from .request import with_types
 
 log = get_logger("model")
 
@@ -78,6 +79,8 @@ class ModelClient:
 
     def respond(self, request: dict[str, Any], ui=None) -> Response:
         """Send one request (streamed); retry dropped streams, 429, 5xx, timeouts."""
+        if isinstance(request.get("input"), list):
+            request = dict(request, input=with_types(request["input"]))
         attempts = max(1, self.settings.retries + 1)
         for attempt in range(attempts):
             try:

@@ -16,13 +16,25 @@ def leading_item(front_text: str, summary: str | None) -> dict[str, Any] | None:
         parts.append(f"{SUMMARY_LABEL}\n{summary}")
     if not parts:
         return None
-    return {"role": "assistant", "content": "\n\n".join(parts)}
+    return message_item("assistant", "\n\n".join(parts))
+
+
+def message_item(role: str, content: Any) -> dict[str, Any]:
+    """A message input item. ``type`` is optional in OpenAI's spec, but llama.cpp refuses
+    an item without it ("Cannot determine type of 'item'"), so every message carries it."""
+    return {"type": "message", "role": role, "content": content}
+
+
+def with_types(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` with ``type: message`` added where a plugin's item left it out."""
+    return [dict(item, type="message") if "type" not in item and "role" in item else item
+            for item in items]
 
 
 def record_to_item(record: dict[str, Any]) -> dict[str, Any] | None:
     kind = record.get("type")
     if kind == "message":
-        return {"role": record["role"], "content": record.get("content", "")}
+        return message_item(record["role"], record.get("content", ""))
     if kind == "function_call":
         return {"type": "function_call", "call_id": record["call_id"], "name": record["name"],
                 "arguments": record.get("arguments", "")}

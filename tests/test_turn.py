@@ -16,7 +16,7 @@ def test_plain_answer_has_no_leading_item(harness, scripted_server):
     record = h.turn("hello")
     assert record.answer == "Hi!" and record.ended == "answer"
     body = scripted_server.requests[0]
-    assert body["input"] == [{"role": "user", "content": "hello"}]
+    assert body["input"] == [{"type": "message", "role": "user", "content": "hello"}]
     assert body["stream"] is True
     assert "Assistant> Hi!" in h.transcript
     assert "You are mino" in body["instructions"]
@@ -30,7 +30,8 @@ def test_front_input_is_one_leading_item_fixed_for_the_turn_and_never_logged(har
     h.turn("read it")
     first, second = scripted_server.requests
     for body in (first, second):
-        assert body["input"][0] == {"role": "assistant", "content": "FRONT-MARKER data saved earlier"}
+        assert body["input"][0] == {"type": "message", "role": "assistant",
+                                    "content": "FRONT-MARKER data saved earlier"}
     assert "FRONT-MARKER" not in h.session.log.path.read_text()
 
 
@@ -171,7 +172,7 @@ def test_resume_rebuilds_the_same_request(harness, scripted_server, make_harness
     h.resume(session_id)
     h.turn("second")
     after = scripted_server.requests[-1]
-    assert after["input"][:2] == before["input"] + [{"role": "assistant", "content": "one"}]
+    assert after["input"][:2] == before["input"] + [{"type": "message", "role": "assistant", "content": "one"}]
     assert after["instructions"] == before["instructions"]
 
 

@@ -7,6 +7,8 @@ Each request to ``POST /v1/responses`` takes the next scripted answer. An answer
 - ``require``: text (or a list) the request must contain before the answer is given;
   ``forbid``: text it must not contain. A mismatch answers HTTP 400 and is recorded in
   ``failures``, so a grader (or the client's error) says what was missing;
+- an ``input`` item without ``type`` is refused with HTTP 400 "Cannot determine type of
+  'item'", as llama.cpp's server does (``type`` is optional in OpenAI's spec);
 - ``fail``: ``{"status": 503, "times": 2, "retry_after": 0}`` answers that HTTP error
   that many times before giving the answer; ``drop``: close the stream half-way that
   many times first.
@@ -114,6 +116,10 @@ class ScriptedServer:
                 if left > 0:
                     self._pending_drop[key] = left - 1
                     return "drop", entry
+            problem = _input_problem(body)
+            if problem:
+                self.failures.append(f"scripted server: request {len(self.requests)}: {problem}")
+                return "error", (400, problem, None)
             text = request_text(body)
             raw = json.dumps(body, ensure_ascii=False)
             for needed in _as_list(entry.get("require")):
@@ -161,6 +167,17 @@ class ScriptedServer:
                 "instructions": body.get("instructions"), "tools": body.get("tools", []),
                 "parallel_tool_calls": True, "tool_choice": "auto", "metadata": {},
                 "temperature": 1.0, "top_p": 1.0, "text": {"format": {"type": "text"}}}
+
+
+def _input_problem(body: dict[str, Any]) -> str | None:
+    """What llama.cpp's server refuses in ``input``: an item without ``type``."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return None
+    for item in items:
+        if not isinstance(item, dict) or "type" not in item:
+            return "Cannot determine type of 'item'"
+    return None
 
 
 def _as_list(value: Any) -> list[str]:

@@ -47,7 +47,7 @@ def test_memory_index_is_rebuilt_each_turn_and_never_stored(make_harness, script
     assert record.answer == "Use pnpm: run pnpm install."
     third = scripted_server.requests[2]
     assert PNPM_LINE in lead(third)["content"]
-    assert third["input"][1] == {"role": "user", "content": "Which package manager should I use "
+    assert third["input"][1] == {"type": "message", "role": "user", "content": "Which package manager should I use "
                                  "to install this project's dependencies?"}
     assert not scripted_server.failures
     for log_file in (mino_home / "sessions").glob("*.jsonl"):
@@ -100,7 +100,7 @@ def test_empty_store_sends_the_users_message_first(make_harness, scripted_server
     scripted_server.add({"text": "Hi."})
     h = make_harness(config=FILES)
     h.turn("Hello")
-    assert scripted_server.requests[0]["input"][0] == {"role": "user", "content": "Hello"}
+    assert scripted_server.requests[0]["input"][0] == {"type": "message", "role": "user", "content": "Hello"}
     assert h.notices == ""
 
 
@@ -160,7 +160,7 @@ def test_index_and_compaction_summary_share_one_assistant_item(make_harness, scr
     content = items[0]["content"]
     assert content.startswith(store.LABEL)
     assert content.index(PNPM_LINE) < content.index("The user asked about pnpm.")
-    assert items[1] == {"role": "user", "content": "second"}
+    assert items[1] == {"type": "message", "role": "user", "content": "second"}
     assert sum(1 for i in items if i.get("role") == "assistant") == 1
 
 
