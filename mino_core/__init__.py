@@ -14,6 +14,7 @@ _EXPORTS = {
     "InvalidArguments": "tools", "Preview": "tools", "Status": "tools", "Tool": "tools",
     "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
     "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns", "visible": "confirm",
+    "load_yaml": "yaml_safe",
     "atomic_write": "atomic", "PathChanged": "atomic",
 }
 
@@ -36,4 +37,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolContext, ToolResult
     from .turns import ToolOutcome, TurnInfo, TurnRecord
     from .confirm import visible
+    from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write

@@ -35,11 +35,16 @@ def load_config(home: Path) -> dict[str, Any]:
         raise ConfigError(f"Cannot read {path}: {exc}. Fix or remove the file.") from None
     import yaml
 
+    from .yaml_safe import YAMLRefused, load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except YAMLRefused as exc:
+        raise ConfigError(f"{path} is refused: {exc}. Simplify it or remove it.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None)
+        where = f" (line {mark.line + 1}{': ' + problem if problem else ''})" if mark is not None else ""
         raise ConfigError(f"{path} is not valid YAML{where}. Fix it or remove it.") from None
     if data is None:
         return {}

@@ -23,6 +23,18 @@ def configure(home: Path | None, verbose: bool = False) -> None:
                       verbose=verbose)
 
 
+def _open_private(path: Path):
+    """The log for appending, readable by its owner only: it holds tracebacks, paths and
+    tool arguments. A log an older mino created 0644 is tightened."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    except OSError:
+        pass  # not ours to change (another user's file): still log
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
 def _emit_factory():
     import structlog
 
@@ -32,7 +44,7 @@ def _emit_factory():
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            stream = open(path, "a", encoding="utf-8")
+            stream = _open_private(path)
         except OSError:
             stream = None
 

@@ -22,13 +22,15 @@ MAX_DESCRIPTION = 1024
 def _front_matter(text: str) -> dict[str, Any] | None:
     import yaml
 
+    from .yaml_safe import load_yaml
+
     if not text.startswith("---\n"):
         return None
     end = text.find("\n---", 4)
     if end < 0:
         return None
     try:
-        data = yaml.safe_load(text[4:end])
+        data = load_yaml(text[4:end])
     except yaml.YAMLError:
         return None
     return data if isinstance(data, dict) else None

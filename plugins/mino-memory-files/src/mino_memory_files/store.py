@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import Union
 
 import yaml
+from mino_core import load_yaml
 
 from .names import (FILE_MAX_BYTES, INDEX_MAX_BYTES, INDEX_MAX_ENTRIES,
                     SUFFIX, details_problem, name_problem, summary_problem, type_problem)
 
-try:  # libyaml's parser when present: same safe constructors, far faster
-    _Loader = yaml.CSafeLoader
+try:  # libyaml's emitter when present, far faster
     _Dumper = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover - pure-Python PyYAML
-    _Loader = yaml.SafeLoader
     _Dumper = yaml.SafeDumper
 
 LABEL = (
@@ -104,7 +103,7 @@ def parse(data: bytes, stem: str) -> Union[Memory, str]:
     if end is None:
         return NEEDS_FRONT_MATTER
     try:
-        front = yaml.load("\n".join(lines[1:end]), Loader=_Loader)  # noqa: S506 - safe loader
+        front = load_yaml("\n".join(lines[1:end]))  # refuses alias bombs and deep nesting
     except Exception:  # noqa: BLE001 - any parser failure (deep nesting included) is a bad file
         return NEEDS_FRONT_MATTER
     if (not isinstance(front, dict) or set(front) != _FIELDS
