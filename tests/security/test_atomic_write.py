@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 import time
 
 import pytest
@@ -98,13 +97,12 @@ def test_stale_temporary_files_are_cleaned_by_the_next_write(tmp_path):
 
 
 def test_swapping_a_folder_for_a_link_never_puts_a_write_outside(tmp_path):
-    """The race the resolve-then-write code lost: writes run while a thread swaps a folder
-    for a symbolic link to an outside folder and back."""
+    """The race the resolve-then-write code lost: writes run while another process swaps a
+    folder for a symbolic link to an outside folder and back."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     (root / "d").mkdir(parents=True)
     outside.mkdir()
-    stop = threading.Event()
-    threading.Thread(target=swap_forever, args=(root, outside, stop), daemon=True).start()
+    swapper = start_swapper(root / "d", outside)
     refused = written = 0
     deadline = time.monotonic() + 2.0
     try:
@@ -115,19 +113,32 @@ def test_swapping_a_folder_for_a_link_never_puts_a_write_outside(tmp_path):
             except (PathChanged, FileNotFoundError, NotADirectoryError):
                 refused += 1
     finally:
-        stop.set()
+        swapper.kill()
+        swapper.wait()
     assert os.listdir(outside) == []
     assert written and refused  # both sides of the race really happened
 
 
-def swap_forever(root, outside, stop):
-    """Replace root/d by a link to ``outside`` and back until ``stop``; every step can lose
-    a race with the writer's mkdir, so each is allowed to fail."""
-    folder, parked = root / "d", root / "d.parked"
-    while not stop.is_set():
-        for step in (lambda: os.rename(folder, parked), lambda: os.symlink(outside, folder),
-                     lambda: os.unlink(folder), lambda: os.rename(parked, folder)):
-            try:
-                step()
-            except OSError:
-                pass
+SWAPPER = """
+import os, sys
+folder, parked, outside = sys.argv[1:4]
+n = 0
+while True:
+    n += 1  # a fresh parking name: when the writer's mkdir wins, the old one stays put
+    for step in (lambda: os.rename(folder, f"{parked}{n}"), lambda: os.symlink(outside, folder),
+                 lambda: os.unlink(folder), lambda: os.rename(f"{parked}{n}", folder)):
+        try:
+            step()
+        except OSError:  # each step can lose a race with the writer's mkdir
+            pass
+"""
+
+
+def start_swapper(folder, outside):
+    """Another process (real parallelism, not the GIL's turns) that swaps ``folder`` for a
+    link to ``outside`` and back, forever."""
+    import subprocess
+    import sys
+
+    parked = folder.with_name(folder.name + ".parked")
+    return subprocess.Popen([sys.executable, "-c", SWAPPER, str(folder), str(parked), str(outside)])

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from mino_core import InvalidArguments, Status
+from mino_core import InvalidArguments, Status, atomic_write
 from mino_tools_fs import edits
-from mino_tools_fs.edits import atomic_write, fingerprint
+from mino_tools_fs.edits import fingerprint
 from mino_tools_fs.paths import OutsideProject
 
 TOOLS = {t.name: t for t in edits.tools()}
@@ -125,7 +125,7 @@ def test_write_through_inside_link_keeps_the_link_and_the_mode(project, ctx):
     assert (project / "alias.sh").is_symlink()
     assert real.read_text() == "echo 2\n"
     assert stat.S_IMODE(real.stat().st_mode) == 0o751
-    assert not [p for p in project.iterdir() if p.name.endswith(".mino-tmp")]
+    assert not [p for p in project.iterdir() if p.name.startswith(".mino-tmp-")]
 
 
 def test_fingerprint_tracks_content_and_existence(project):
@@ -145,17 +145,17 @@ def test_a_writer_killed_mid_write_leaves_the_old_file_whole(project):
     child = textwrap.dedent(f"""
         import os, sys, time
         from pathlib import Path
-        from mino_tools_fs import edits
+        from mino_core import atomic_write
         real_fsync = os.fsync
         def stall(fd):
             print("written", flush=True)
             time.sleep(60)  # killed here: temp file full, rename not done
         os.fsync = stall
-        edits.atomic_write(Path({str(target)!r}), "new line\\n" * 500_000)
+        atomic_write(Path({str(target)!r}), "new line\\n" * 500_000)
     """)
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "written"
-    temps = [p for p in project.iterdir() if p.name.endswith(".mino-tmp")]
+    temps = [p for p in project.iterdir() if p.name.startswith(".mino-tmp-")]
     assert temps and temps[0].stat().st_size > 1_000_000  # the new content was on its way
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -184,3 +184,81 @@ def test_overwriting_a_binary_file_previews_without_a_diff(project, ctx):
     preview, result = approve_and_run("write_file", ctx, path="logo.bin", content="text\n")
     assert preview.notes == ["(replaces a non-text file of 3 bytes)"]
     assert result.status is Status.COMPLETED and (project / "logo.bin").read_text() == "text\n"
+
+
+def test_write_file_never_lands_outside_while_a_folder_is_swapped_for_a_link(project, ctx, outside):
+    """The resolve-then-write race, for real: resolve() checks d/, another process swaps d/ for a
+    link to an outside folder, the write follows. The old code put 209 of 16,000 writes
+    outside; the write must land in the folder that was checked, or fail."""
+    import time
+
+    (project / "d").mkdir()
+    swapper = start_swapper(project / "d", outside)
+    outcomes = {"written": 0, "refused": 0}
+    deadline = time.monotonic() + 2.0
+    try:
+        while time.monotonic() < deadline:
+            args = {"path": "d/f.txt", "content": "payload\n"}
+            try:  # the core turns InvalidArguments from either step into the call's result
+                TOOLS["write_file"].validate(args, ctx)
+                result = TOOLS["write_file"].run(args, ctx)
+            except InvalidArguments:
+                outcomes["refused"] += 1
+                continue
+            outcomes["written" if result.status is Status.COMPLETED else "refused"] += 1
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    assert outcomes["written"] and outcomes["refused"]
+
+
+SWAPPER = """
+import os, sys
+folder, parked, outside = sys.argv[1:4]
+n = 0
+while True:
+    n += 1  # a fresh parking name: when the writer's mkdir wins, the old one stays put
+    for step in (lambda: os.rename(folder, f"{parked}{n}"), lambda: os.symlink(outside, folder),
+                 lambda: os.unlink(folder), lambda: os.rename(f"{parked}{n}", folder)):
+        try:
+            step()
+        except OSError:  # each step can lose a race with the writer's mkdir
+            pass
+"""
+
+
+def start_swapper(folder, outside):
+    """Another process (real parallelism, not the GIL's turns) that swaps ``folder`` for a
+    link to ``outside`` and back, forever."""
+    import subprocess
+    import sys
+
+    parked = folder.with_name(folder.name + ".parked")
+    return subprocess.Popen([sys.executable, "-c", SWAPPER, str(folder), str(parked), str(outside)])
+
+
+def test_long_names_are_written_and_too_long_ones_refused_clearly(project, ctx):
+    """Temporary names were the target's plus 18 characters: 237+ crashed with OSError."""
+    name = "n" * 250 + ".txt"
+    _, result = approve_and_run("write_file", ctx, path=f"long/{name}", content="x\n")
+    assert result.status is Status.COMPLETED and (project / "long" / name).read_text() == "x\n"
+    _, result = approve_and_run("edit_file", ctx, path=f"long/{name}", old_string="x", new_string="y")
+    assert result.status is Status.COMPLETED and (project / "long" / name).read_text() == "y\n"
+    with pytest.raises(InvalidArguments, match="at most 255 bytes"):
+        TOOLS["write_file"].validate({"path": "n" * 256, "content": "x"}, ctx)
+
+
+def test_a_crashed_saves_temporary_file_is_removed_by_a_later_write(project, ctx):
+    """A temporary file left by a killed writer is cleaned once it is stale."""
+    import time
+
+    from mino_core.atomic import STALE_SECONDS
+
+    left = project / ".mino-tmp-0123456789abcdef"
+    left.write_text("half of a save")
+    old = time.time() - STALE_SECONDS - 1
+    os.utime(left, (old, old))
+    _, result = approve_and_run("write_file", ctx, path="a.txt", content="x")
+    assert result.status is Status.COMPLETED
+    assert sorted(os.listdir(project)) == ["a.txt"]

@@ -9,14 +9,15 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
-from mino_core import InvalidArguments, Preview, Tool, ToolContext, ToolResult
+from mino_core import (InvalidArguments, PathChanged, Preview, Tool, ToolContext, ToolResult,
+                       atomic_write)
 
-from .paths import relative, resolve
+from .paths import project_real, relative, resolve
 
 DIFF_LINES = 80  # diff lines shown in a confirmation; the rest are counted
+NAME_BYTES = 255
 CHANGED = "changed after approval; nothing was written"
 
 
@@ -46,41 +47,29 @@ def _read_text(path: Path, shown: str) -> str | None:
         raise InvalidArguments(f"{shown!r} is not UTF-8 text; it cannot be edited here.") from exc
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a crash leaves the old file or the new, never half.
+def save(ctx: ToolContext, real: Path, text: str, shown: str) -> ToolResult | None:
+    """Write ``text`` to the resolved ``real`` through the core's atomic helper, which opens
+    each folder below the project root without following links: a folder swapped for a link
+    after ``resolve`` checked it fails the write instead of sending it outside. None on
+    success, else the failed result for the model."""
+    try:
+        atomic_write(real, text, root=project_real(ctx.project_root), make_parents=True)
+    except PathChanged:
+        return ToolResult.failed(f"{shown}: a folder on the way was replaced (by a link or a file) "
+                                 "while writing; nothing was written. Check the path and retry.")
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return ToolResult.failed(f"Cannot write {shown}: {why}; nothing was written.")
+    return None
 
-    The temporary file lives in the same folder (os.replace is atomic only within one file
-    system), takes the old file's mode (a new file gets the umask's default), and is
-    flushed to disk before the rename.
-    """
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".mino-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable; not possible everywhere
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
+
+def _check_names(path: str) -> None:
+    """A file system takes names of at most 255 bytes; say so before anything else."""
+    for part in Path(path).parts:
+        size = len(os.fsencode(part))
+        if size > NAME_BYTES:
+            raise InvalidArguments(f"the name {part[:40]!r}... is {size} bytes long; a file or "
+                                   f"folder name has at most {NAME_BYTES} bytes. Use a shorter name.")
 
 
 def diff_lines(old: str | None, new: str, shown: str, limit: int = DIFF_LINES) -> list[str]:
@@ -113,6 +102,7 @@ def _refuse_if_changed(path: Path, ctx: ToolContext, shown: str) -> ToolResult |
 
 def validate_write(args: dict, ctx: ToolContext) -> dict:
     real = resolve(ctx.project_root, args.get("path", ""))
+    _check_names(args["path"])
     if real.is_dir():
         raise InvalidArguments(f"{args['path']!r} is a folder, not a file.")
     if real.exists() and not real.is_file():
@@ -142,8 +132,9 @@ def run_write(args: dict, ctx: ToolContext) -> ToolResult:
     if refused:
         return refused
     existed = real.exists()
-    real.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(real, args["content"])
+    failed = save(ctx, real, args["content"], shown)
+    if failed:
+        return failed
     lines = args["content"].count("\n") + (0 if args["content"].endswith("\n") or not args["content"] else 1)
     return ToolResult.completed(f"{'Overwrote' if existed else 'Created'} {shown} ({lines} lines).")
 
@@ -212,8 +203,8 @@ def run_edit(args: dict, ctx: ToolContext) -> ToolResult:
     text = _read_text(real, shown)
     if text is None:
         return ToolResult.failed(f"{shown} no longer exists; nothing was written.")
-    atomic_write(real, _replace(text, args["old_string"], args["new_string"], shown))
-    return ToolResult.completed(f"Edited {shown}.")
+    failed = save(ctx, real, _replace(text, args["old_string"], args["new_string"], shown), shown)
+    return failed or ToolResult.completed(f"Edited {shown}.")
 
 
 EDIT_FILE = dict(

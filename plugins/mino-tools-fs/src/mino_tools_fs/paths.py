@@ -40,7 +40,11 @@ def resolve(root: Path, path: str) -> Path:
         raise OutsideProject(
             f"Refused: {path!r} {how} and lies outside the project ({base}). "
             "Only files inside the project can be used; give a path relative to the project root.")
-    real = Path(os.path.realpath(joined))
+    try:
+        real = Path(os.path.realpath(joined))
+    except OSError as exc:  # a link removed while realpath followed it
+        raise InvalidArguments(f"{path!r} changed while it was being checked ({exc.strerror}); "
+                               "try again.") from None
     if not is_inside(real, base):
         raise OutsideProject(
             f"Refused: {path!r} passes through a symbolic link that leads outside the project "
