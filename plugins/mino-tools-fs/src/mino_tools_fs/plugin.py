@@ -3,40 +3,70 @@
 A tool plugin needs one hook, ``register_tools``. The permission decision needs nothing
 more from us: the core's default policy reads each tool's ``read_only``, ``targets`` and
 ``sandboxed`` and decides (read-only runs, project edits ask in manual mode, a sandboxed
-Bash runs, an unsandboxed one asks). ``plugin_notes`` tells ``mino plugins`` which.
+Bash runs, an unsandboxed one asks). ``plugin_notes`` tells ``mino plugins`` which, and
+what the sandbox hides; ``decide_permission`` only abstains, and says once per session
+when Bash has no sandbox.
 """
 from __future__ import annotations
 
 import threading
 
-from mino_core import PluginContext, Tool, hookimpl
+from mino_core import PluginContext, Tool, ToolContext, hookimpl
 
 # The tool modules are imported inside the hooks: mino imports every plugin at start-up,
 # and only collects tools when the first request needs them.
 
+_NOTICED = "mino-tools-fs.sandbox-notice"
+
+
+def _tool_context(context: PluginContext) -> ToolContext:
+    return ToolContext(project_root=context.project_root, home=context.home, session_id="",
+                       mode="manual", config=context.config)
+
 
 def _box(context: PluginContext):
-    from . import sandbox
+    from . import bash
 
-    if context.section("tools-fs").get("sandbox", True) is False:
-        return None
-    return sandbox.detect()
+    return bash._box(_tool_context(context))
 
 
 @hookimpl
 def register_tools(context: PluginContext) -> list[Tool]:
-    from . import bash, edits, files
+    from . import bash, edits, files, sandbox
 
-    # Probing for the sandbox starts a process (about 10 ms): do it in the background; the
-    # Bash description asks for the answer when the first request is built.
-    threading.Thread(target=_box, args=(context,), name="mino-sandbox-probe", daemon=True).start()
+    # Probing for the sandbox starts a process: do it in the background. The first Bash
+    # description or call that needs the answer waits for this same probe.
+    threading.Thread(target=sandbox.detect, name="mino-sandbox-probe", daemon=True).start()
     return [*files.tools(), *edits.tools(), bash.tool(lambda: _box(context))]
 
 
 @hookimpl
-def plugin_notes(context: PluginContext) -> list[str]:
-    from . import sandbox
+def decide_permission(call, tool, mode, session):
+    """Abstains; on the first Bash call without a sandbox, says so in the transcript."""
+    if call.name != "Bash" or session.state.get(_NOTICED):
+        return None
+    from . import bash
 
+    session.state[_NOTICED] = True
+    problem = bash.sandbox_problem(session.tool_context())
+    if problem:
+        session.notice(f"Bash runs without a sandbox ({problem}), so every command asks first.")
+    return None
+
+
+@hookimpl
+def plugin_notes(context: PluginContext) -> list[str]:
+    from . import bash, sandbox
+
+    ctx = _tool_context(context)
+    problem = bash.sandbox_problem(ctx)
     if context.section("tools-fs").get("sandbox", True) is False:
         return ["sandbox turned off (tools-fs.sandbox: false in config.yaml): every Bash command asks"]
-    return [sandbox.status_line(sandbox.detect())]
+    if problem and sandbox.detect() is not None:  # a bad setting, not a missing sandbox
+        return [f"sandbox not used because of config.yaml: {problem}; every Bash command asks"]
+    notes = [sandbox.status_line(sandbox.detect())]
+    if sandbox.detect() is not None:
+        settings = bash.Settings.from_context(ctx)
+        notes.append(sandbox.hidden_note(context.home, settings.hide, context.project_root))
+        notes += [f"sandbox: {p}" for p in bash.view_for(ctx).problems]
+    return notes
