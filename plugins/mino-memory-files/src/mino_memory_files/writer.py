@@ -1,12 +1,24 @@
-"""Writing one memory file: all or nothing, private to the user."""
+"""Writing one memory file: all or nothing, private to the user.
+
+The write goes through the core's ``atomic_write``: the temporary file is created in the
+memory folder's descriptor (so a folder swapped for a link cannot redirect it), and a
+temporary file a crashed save left behind is removed by a later save once it is stale.
+"""
 from __future__ import annotations
 
 import os
-import tempfile
+import re
+import time
 from pathlib import Path
+
+from mino_core import atomic_write
+from mino_core.atomic import STALE_SECONDS
 
 from .names import SUFFIX
 from .store import Memory, fingerprint, format_memory
+
+# What saves before the shared helper left behind: ".NAME.XXXXXXXX.tmp" (mkstemp's names).
+_LEGACY_TEMP = re.compile(r"\.[a-z0-9]+(?:-[a-z0-9]+)*\.[a-z0-9_]{8}\.tmp")
 
 
 class Changed(Exception):
@@ -24,7 +36,7 @@ def ensure_dir(directory: Path) -> None:
 
 
 def write(directory: Path, memory: Memory, *, create: bool, expected: object = ...) -> Path:
-    """Write ``memory`` as ``NAME.md`` in ``directory`` through a temporary file.
+    """Write ``memory`` as ``NAME.md`` in ``directory`` (mode 0600) through a temporary file.
 
     ``create`` refuses to replace an existing file (checked atomically with a hard link
     where the file system has them). ``expected``, when given, is the fingerprint the file
@@ -33,53 +45,30 @@ def write(directory: Path, memory: Memory, *, create: bool, expected: object = .
     """
     ensure_dir(directory)
     target = directory / f"{memory.name}{SUFFIX}"
-    data = format_memory(memory).encode("utf-8")
-    # A dot name: the loader ignores it, so a leftover from a crash never reaches the index.
-    fd, tmp = tempfile.mkstemp(prefix=f".{memory.name}.", suffix=".tmp", dir=directory)
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+
+    def still_expected() -> None:
         if expected is not ... and fingerprint(target) != expected:
             raise Changed(target)
-        if create:
-            _link_new(tmp, target)
-        else:
-            os.replace(tmp, target)
-        _sync_dir(directory)
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+
+    try:
+        atomic_write(target, format_memory(memory), root=directory, mode=0o600,
+                     exclusive=create, before_replace=still_expected)
+    except FileExistsError:
+        raise Changed(target) from None
+    _clean_legacy(directory)
     return target
 
 
-def _link_new(tmp: str, target: Path) -> None:
+def _clean_legacy(directory: Path) -> None:
+    """Remove stale temporary files in the old naming (the loader skips dot names, so they
+    only took space); best effort."""
+    cutoff = time.time() - STALE_SECONDS
     try:
-        os.link(tmp, target)
-    except FileExistsError:
-        raise Changed(target) from None
-    except OSError:
-        # No hard links on this file system: check, then rename (a narrow race remains).
-        if os.path.lexists(target):
-            raise Changed(target) from None
-        os.replace(tmp, target)
-
-
-def _sync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
+        with os.scandir(directory) as entries:
+            stale = [e for e in entries if _LEGACY_TEMP.fullmatch(e.name)
+                     and e.is_file(follow_symlinks=False)
+                     and e.stat(follow_symlinks=False).st_mtime < cutoff]
+        for entry in stale:
+            os.unlink(entry.path)
     except OSError:
         pass
-    finally:
-        os.close(fd)
