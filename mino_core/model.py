@@ -1,27 +1,55 @@
-"""Talking to the model over the Responses API, streaming, with bounded retries.
+"""Talking to the model, streaming, with bounded retries, over the Responses API or chat
+completions.
 
 ``openai`` is imported on first use (``prewarm`` does it in a background thread while the
-person types). The client's own retry loop is switched off: a stream that drops half-way
-must be retried too, and one loop that covers both is easier to reason about. Nothing
-from a failed attempt reaches the session log, so a retry never duplicates history.
+person types) and is the transport only: the event stream is read as raw server-sent
+events (``stream.py``), with no pydantic model per event. The client's own retry loop is
+switched off: a stream that drops half-way must be retried too, and one loop that covers
+both is easier to reason about. Nothing from a failed attempt reaches the session log, so
+a retry never duplicates history.
+
+What is retried: 429, 408/409, 5xx that do not name the request, timeouts, dropped
+connections before any output. What is not: an error that would recur on every attempt
+(4xx, a 500 saying the request could not be parsed), and a server that is not there
+(connection refused, no such endpoint): those end the turn with the server's own words.
 """
 from __future__ import annotations
 
+import os
 import random
+import re
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ModelSettings
 from .logs import get_logger
+from .output import Response
 from .request import with_types
 
+__all__ = ["ModelClient", "ModelError", "Response", "prewarm"]
 log = get_logger("model")
+
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+APIS = ("auto", "responses", "chat")
+# Base URLs found to lack /responses in this process (``api: auto``): chat from then on.
+_CHAT_ONLY: set[str] = set()
+# A server error that names the request will be the same on every retry.
+_NAMES_REQUEST = re.compile(
+    r"pars|invalid|argument|json|schema|template|context|too long|exceed|unsupported|"
+    r"missing|expected|validat", re.I)
 
 
 class ModelError(Exception):
-    """The request could not be completed; the message is for the person."""
+    """The request could not be completed; the message is for the person.
+
+    ``refused``: the server refused this request's content (it would refuse it again),
+    so the turn's new content must not be re-sent unchanged.
+    """
+
+    def __init__(self, message: str, *, refused: bool = False):
+        super().__init__(message)
+        self.refused = refused
 
 
 class _Retryable(Exception):
@@ -30,12 +58,8 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-@dataclass
-class Response:
-    text: str = ""
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
-    status: str = "completed"
+class _NoEndpoint(Exception):
+    """404/405/501 from the endpoint: this server does not speak this API."""
 
 
 def prewarm(*also) -> threading.Thread:
@@ -52,6 +76,7 @@ def prewarm(*also) -> threading.Thread:
                 pass
         try:
             import openai  # noqa: F401
+            import openai.resources.responses  # noqa: F401
         except Exception:  # noqa: BLE001 - the real request will report it
             pass
 
@@ -60,10 +85,45 @@ def prewarm(*also) -> threading.Thread:
     return thread
 
 
+def _setting(config: dict[str, Any], model: str, key: str):
+    """``models: {MODEL: {key: ...}}`` first, then the top-level ``key``."""
+    models = config.get("models")
+    per_model = models.get(model) if isinstance(models, dict) else None
+    if isinstance(per_model, dict) and per_model.get(key) is not None:
+        return per_model[key]
+    return config.get(key)
+
+
 class ModelClient:
     def __init__(self, settings: ModelSettings):
         self.settings = settings
         self._client = None
+        self.api = "auto"
+        self.max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
+        self.configure({})
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Read ``api`` (``MINO_API`` wins) and ``max_output_tokens`` from the config."""
+        api = (os.environ.get("MINO_API") or str(config.get("api") or "auto")).strip().lower()
+        self.api = api if api in APIS else "auto"
+        if api not in APIS:
+            log.warning("unknown_api", api=api)
+        value = _setting(config, self.settings.model, "max_output_tokens")
+        try:
+            self.max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS if value is None else int(value) or None
+        except (TypeError, ValueError):
+            self.max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
+        if self.max_output_tokens is not None and self.max_output_tokens < 16:
+            self.max_output_tokens = 16  # the service's own minimum
+
+    @property
+    def via(self) -> str:
+        """Which model and server wrote a response (reasoning is only valid there)."""
+        return f"{self.settings.model} {self.settings.base_url.rstrip('/')}"
+
+    @property
+    def uses_chat(self) -> bool:
+        return self.api == "chat" or self.settings.base_url.rstrip("/") in _CHAT_ONLY
 
     def _get(self):
         if self._client is None:
@@ -77,14 +137,29 @@ class ModelClient:
             )
         return self._client
 
-    def respond(self, request: dict[str, Any], ui=None) -> Response:
-        """Send one request (streamed); retry dropped streams, 429, 5xx, timeouts."""
+    def respond(self, request: dict[str, Any], ui=None, deadline: float | None = None) -> Response:
+        """Send one request (streamed); retry what a retry can fix.
+
+        ``deadline`` (``time.monotonic()``): past it, the answer so far is kept and
+        reported as incomplete (``turn_budget``).
+        """
         if isinstance(request.get("input"), list):
             request = dict(request, input=with_types(request["input"]))
+        if self.max_output_tokens and "max_output_tokens" not in request:
+            request = dict(request, max_output_tokens=self.max_output_tokens)
         attempts = max(1, self.settings.retries + 1)
         for attempt in range(attempts):
             try:
-                return self._once(request, ui)
+                return self._once(request, ui, deadline)
+            except _NoEndpoint as exc:
+                if self.api != "auto" or self.uses_chat:
+                    raise ModelError(self._no_endpoint(str(exc))) from None
+                _CHAT_ONLY.add(self.settings.base_url.rstrip("/"))
+                log.warning("api_fallback", base_url=self.settings.base_url, error=str(exc))
+                if ui is not None:
+                    ui.notice(f"(the server at {self.settings.base_url} has no Responses API "
+                              f"({exc}); using chat completions for the rest of this run)")
+                return self.respond(request, ui, deadline)
             except _Retryable as exc:
                 if attempt + 1 >= attempts:
                     raise ModelError(f"The model service failed {attempts} times ({exc}). "
@@ -92,83 +167,134 @@ class ModelClient:
                 delay = exc.retry_after if exc.retry_after is not None else (
                     self.settings.backoff * (2 ** attempt) * (1 + random.random() / 4))
                 delay = min(delay, 30.0)
+                if deadline is not None and time.monotonic() + delay > deadline:
+                    raise ModelError(f"The model service failed ({exc}) and the turn's time "
+                                     "budget is spent.") from None
                 log.warning("model_retry", attempt=attempt + 1, error=str(exc), delay=delay)
                 if ui is not None:
                     ui.notice(f"(model service: {exc}; retrying in {delay:.1f}s)")
                 time.sleep(delay)
         raise ModelError("unreachable")  # pragma: no cover
 
-    def _once(self, request: dict[str, Any], ui) -> Response:
+    def _no_endpoint(self, shown: str) -> str:
+        url = self.settings.base_url.rstrip("/")
+        if self.uses_chat:
+            return (f"The server at {url} has no chat completions endpoint "
+                    f"({url}/chat/completions: {shown}). Check base_url.")
+        return (f"The server at {url} has no Responses API ({url}/responses: {shown}). "
+                "For a chat-completions server set api: chat in config.yaml or MINO_API=chat.")
+
+    def _once(self, request: dict[str, Any], ui, deadline: float | None) -> Response:
         import openai
 
+        httpx = _transport()
         client = self._get()
-        started_text = False
+        if self.uses_chat:
+            from . import chat
+
+            reader = chat.Reader(ui)
+            open_stream = lambda: client.chat.completions.with_streaming_response.create(  # noqa: E731
+                **chat.to_chat(request), stream=True)
+        else:
+            from .responses import Assembler
+
+            reader = Assembler(ui)
+            open_stream = lambda: client.responses.with_streaming_response.create(  # noqa: E731
+                **request, stream=True, store=False)
+        from .stream import DONE, events
+
+        ended = ""
         try:
-            stream = client.responses.create(**request, stream=True, store=False)
-            items: dict[int, dict[str, Any]] = {}
-            final = None
-            for event in stream:
-                kind = getattr(event, "type", "")
-                if kind == "response.output_text.delta":
-                    if ui is not None:
-                        if not started_text:
-                            ui.assistant_start()
-                            started_text = True
-                        ui.text_delta(event.delta)
-                elif kind == "response.reasoning_summary_text.delta":
-                    if ui is not None:
-                        ui.reasoning_delta(event.delta)
-                elif kind == "response.output_item.done":
-                    items[event.output_index] = event.item.model_dump(exclude_none=True)
-                elif kind == "response.completed":
-                    final = event.response
-                elif kind in ("response.failed", "response.incomplete"):
-                    final = event.response
-                elif kind == "error":
-                    message = getattr(event, "message", "") or "error event"
-                    raise _Retryable(f"stream error: {message}")
+            with open_stream() as raw:
+                try:
+                    for event in events(raw.iter_lines()):
+                        if event == DONE:
+                            ended = "done"
+                            break
+                        reader.feed(event)
+                        if reader.final is not None and not self.uses_chat:
+                            ended = "completed"
+                            break
+                        if deadline is not None and time.monotonic() > deadline:
+                            ended = "turn_budget"
+                            break
+                    else:
+                        ended = "eof"
+                except httpx.HTTPError as exc:  # dropped mid-stream
+                    if not reader.got_output:
+                        raise _Retryable(f"connection lost: {type(exc).__name__}") from None
+                    log.warning("stream_lost", error=type(exc).__name__)
+                    ended = "eof"
         except openai.RateLimitError as exc:
-            raise _Retryable("429 rate limited", _retry_after(exc)) from None
+            raise _Retryable(_shown(exc), _retry_after(exc)) from None
         except openai.APIStatusError as exc:
-            if exc.status_code >= 500 or exc.status_code in (408, 409):
-                raise _Retryable(f"HTTP {exc.status_code}", _retry_after(exc)) from None
-            raise ModelError(f"The model service refused the request: HTTP {exc.status_code} "
-                             f"{_brief(exc)}") from None
+            raise self._status_error(exc) from None
         except openai.APITimeoutError:
             raise _Retryable("timed out") from None
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"connection failed: {type(exc.__cause__ or exc).__name__}") from None
+            cause = exc.__cause__ or exc
+            if isinstance(cause, httpx.ConnectError):
+                raise ModelError(f"Cannot connect to the model server at {self.settings.base_url} "
+                                 f"({_reason(cause)}). Is it running, and is base_url right?") from None
+            raise _Retryable(f"connection failed: {type(cause).__name__}") from None
+        except Exception as exc:
+            from .responses import StreamError
+
+            if isinstance(exc, StreamError):
+                raise _Retryable(f"stream error: {exc}") from None
+            raise
         finally:
-            if started_text and ui is not None:
+            if ui is not None:
                 ui.end_text()
-        if final is None:
+        return self._finish(reader, ended)
+
+    def _finish(self, reader, ended: str) -> Response:
+        if ended == "turn_budget":
+            response = reader.response(status="incomplete", reason="turn_budget")
+        elif reader.final is not None:
+            response = reader.response()
+        elif ended == "done":
+            # Some servers end with [DONE] and no response.completed: what arrived is the answer.
+            log.warning("stream_ended_without_completed", marker="[DONE]", items=len(reader.items))
+            response = reader.response(status="completed")
+        elif not reader.got_output:
             raise _Retryable("the stream ended before the response completed")
-        status = getattr(final, "status", "completed") or "completed"
-        if status == "failed":
-            error = getattr(final, "error", None)
-            raise ModelError(f"The model failed: {getattr(error, 'message', '') or 'no reason given'}")
-        output = [o.model_dump(exclude_none=True) for o in (final.output or [])] or [
-            items[i] for i in sorted(items)]
-        response = Response(status=status)
-        texts = []
-        for item in output:
-            if item.get("type") == "message":
-                for part in item.get("content") or []:
-                    if part.get("type") == "output_text":
-                        texts.append(part.get("text", ""))
-            elif item.get("type") == "function_call":
-                response.calls.append({"call_id": item.get("call_id", ""), "name": item.get("name", ""),
-                                       "arguments": item.get("arguments", "")})
-        response.text = "".join(texts)
-        usage = getattr(final, "usage", None)
-        if usage is not None:
-            response.usage = usage.model_dump(exclude_none=True)
+        else:
+            log.warning("stream_ended_without_completed", marker="eof", items=len(reader.items))
+            response = reader.response(status="incomplete", reason="stream_ended")
+        if response.status == "failed":
+            raise ModelError(f"The model failed: {response.reason}")
+        if response.status == "incomplete":
+            log.warning("response_incomplete", reason=response.reason)
         return response
+
+    def _status_error(self, exc) -> Exception:
+        status = exc.status_code
+        shown = _shown(exc)
+        message = _server_message(exc)
+        if status in (404, 405, 501) and "model" not in message.lower():
+            return _NoEndpoint(shown)
+        if status in (408, 409) or (status >= 500 and not (status == 500 and _NAMES_REQUEST.search(message))):
+            return _Retryable(shown, _retry_after(exc))
+        refused = status in (400, 413, 422) or status >= 500
+        return ModelError(f"The model service refused the request ({shown}).", refused=refused)
 
     def complete(self, instructions: str, input_items: list[dict[str, Any]]) -> str:
         """A request without tools whose text is the whole point (summaries, reflection)."""
         request = {"model": self.settings.model, "instructions": instructions, "input": input_items}
         return self.respond(request, ui=None).text
+
+
+def _transport():
+    """The HTTP package under the installed openai client (httpx, or its httpx2 fork)."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:
+        import httpx
+
+        return httpx
 
 
 def _retry_after(exc) -> float | None:
@@ -179,12 +305,32 @@ def _retry_after(exc) -> float | None:
         return None
 
 
-def _brief(exc) -> str:
-    try:
-        body = exc.response.json()
-        message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-        if message:
-            return f"({str(message)[:300]})"
-    except Exception:  # noqa: BLE001
-        pass
-    return ""
+def _server_message(exc) -> str:
+    """The server's own words from an error body (JSON or plain text), one line."""
+    body = getattr(exc, "body", None)
+    message: Any = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        message = message or body.get("message") or body.get("detail")
+    elif isinstance(body, str):
+        message = body
+    if not message:
+        try:
+            message = exc.response.text
+        except Exception:  # noqa: BLE001 - a streamed body may be unreadable
+            message = ""
+    text = " ".join(str(message or "").split())
+    return text[:500] + ("..." if len(text) > 500 else "")
+
+
+def _shown(exc) -> str:
+    message = _server_message(exc)
+    return f"HTTP {exc.status_code}: {message}" if message else f"HTTP {exc.status_code}"
+
+
+def _reason(cause: Exception) -> str:
+    text = str(cause).lower()
+    if "refused" in text:
+        return "connection refused"
+    return " ".join(str(cause).split())[:200] or type(cause).__name__

@@ -8,14 +8,16 @@ so the log always replays into a valid request.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from . import confirm, schema
 from .logs import get_logger
 from .model import ModelError
+from .output import reason_text
 from .permissions import ASK, DENY, Decision, combine
 from .request import build_request
-from .session import Session
+from .session import INTERRUPTED_OUTPUT, Session
 from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolResult
 from .turns import ToolOutcome, TurnInfo, TurnRecord
 
@@ -36,17 +38,46 @@ def tool_schemas(session: Session) -> list[dict[str, Any]]:
     return [tool.schema() for _, tool in sorted(session.host.tools.items())]
 
 
+DEFAULT_TURN_BUDGET = 600.0  # seconds of model time per turn (``turn_budget``)
+
+
 def current_request(session: Session, front_text: str) -> dict[str, Any]:
+    client = session.client
     return build_request(
-        model=session.client.settings.model if session.client else "",
+        model=client.settings.model if client else "",
         instructions=session.instructions(), front_text=front_text, summary=session.summary(),
-        history=session.history(), tools=tool_schemas(session))
+        history=sendable_history(session), tools=tool_schemas(session),
+        via=client.via if client else None)
+
+
+def sendable_history(session: Session) -> list[dict[str, Any]]:
+    """The session's history less the turns a server refused (``refused`` records)."""
+    items = session.history()
+    spans = [(int(r.get("start", 0)), int(r.get("end", 0))) for r in session.log.records
+             if r.get("type") == "refused"]
+    if not spans:
+        return items
+    compaction = session.log.latest("compaction")
+    cut = int(compaction.get("cut", 0)) if compaction else 0
+    return [item for k, item in enumerate(items)
+            if not any(start <= cut + k < end for start, end in spans)]
+
+
+def turn_budget(session: Session) -> float:
+    value = session.config.get("turn_budget", DEFAULT_TURN_BUDGET)
+    try:
+        return max(1.0, float(value))
+    except (TypeError, ValueError):
+        return DEFAULT_TURN_BUDGET
 
 
 def run_turn(session: Session, user_text: str) -> TurnRecord:
     session.turns += 1
+    first = sum(1 for _ in session.log.conversation())  # this turn's first conversation record
     session.log.append({"type": "message", "role": "user", "content": user_text})
     info = TurnInfo(session=session, user_text=user_text, number=session.turns)
+    if session.client is not None:
+        session.client.configure(session.config)
     from . import compaction
 
     compaction.maybe_compact(session, info)
@@ -54,7 +85,8 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
     session.state["front_text"] = front
     outcomes: list[ToolOutcome] = []
     texts: list[str] = []
-    requests, answer, ended = 0, "", "answer"
+    requests, answer, ended, reason = 0, "", "answer", ""
+    budget, model_time = turn_budget(session), 0.0
     try:
         while True:
             if requests >= MAX_REQUESTS:
@@ -62,16 +94,37 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
                 session.ui.line(f"[Turn stopped: it reached the limit of {MAX_REQUESTS} model requests. "
                                 "Send a message to continue.]")
                 break
+            if model_time >= budget:
+                ended, reason = "incomplete", "turn_budget"
+                session.ui.line(f"[Turn stopped: it used its time budget ({budget:g} s of model time, "
+                                "turn_budget in config.yaml). Send a message to continue.]")
+                break
             request = current_request(session, front)
             requests += 1
             session.state["last_request"] = request
-            response = session.client.respond(request, session.ui)
+            started = time.monotonic()
+            try:
+                response = session.client.respond(request, session.ui, deadline=started + budget - model_time)
+            finally:
+                model_time += time.monotonic() - started
             compaction.record_usage(session, response.usage)
             if response.text:
                 texts.append(response.text)
-                session.log.append({"type": "message", "role": "assistant", "content": response.text})
-            for call in response.calls:
-                session.log.append({"type": "function_call", **call})
+            records = response.records(session.client.via)
+            for record in records:
+                session.log.append(record)
+            if response.status == "incomplete":
+                ended, reason = "incomplete", response.reason or "unknown"
+                answer = response.text
+                for raw in response.calls:
+                    session.log.append({"type": "function_call_output", "call_id": raw["call_id"],
+                                        "status": Status.FAILED.value,
+                                        "output": "Not run: the response was cut off before it ended."})
+                if not any(r.get("incomplete") for r in records):
+                    session.log.append({"type": "message", "role": "assistant", "content": "",
+                                        "incomplete": reason})
+                session.ui.line(f"[Answer cut off: {reason_text(reason)}.]")
+                break
             if not response.calls:
                 answer = response.text
                 break
@@ -80,7 +133,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
                     # Not run, so no outcome for plugins (it is not the tool's failure); the
                     # log still needs an output for every call the model made.
                     session.log.append({
-                        "type": "function_call_output", "call_id": raw.get("call_id", ""),
+                        "type": "function_call_output", "call_id": raw["call_id"],
                         "status": Status.FAILED.value,
                         "output": f"Not run: this turn reached its limit of {MAX_TOOL_CALLS} tool calls."})
                     ended = "tool_limit"
@@ -91,31 +144,43 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
                                 "Send a message to continue.]")
                 break
     except ModelError as exc:
-        ended = "error"
+        ended, reason = "error", str(exc)
         session.ui.notice(f"Error: {exc}")
+        if exc.refused:
+            drop_refused_turn(session, first, str(exc))
     except KeyboardInterrupt:
         ended = "interrupted"
         close_open_calls(session)
         session.ui.notice("Interrupted.")
-    session.log.append({"type": "turn_end", "ended": ended, "requests": requests})
+    end = {"type": "turn_end", "ended": ended, "requests": requests}
+    if reason:
+        end["reason"] = reason
+    session.log.append(end)
     session.log.sync()
     record = TurnRecord(info=info, requests=requests, outcomes=outcomes, answer=answer, ended=ended,
-                        texts=texts)
+                        texts=texts, reason=reason)
     log.info("turn_end", session=session.id, turn=info.number, ended=ended, requests=requests,
-             tools=[f"{o.call.name}:{o.result.status.value}" for o in outcomes])
+             reason=reason or None, tools=[f"{o.call.name}:{o.result.status.value}" for o in outcomes])
     session.host.notify("after_turn", turn=record)
     for message in session.host.drain_errors():
         session.notice(message)
     return record
 
 
+def drop_refused_turn(session: Session, first: int, error: str) -> None:
+    """The server refused this turn's content and would refuse it again: leave the turn's
+    records out of every later request (they stay in the log), and say so."""
+    end = sum(1 for _ in session.log.conversation())
+    session.log.append({"type": "refused", "start": first, "end": end, "error": error[:500]})
+    others = end - first - 1
+    also = f" and the {others} item(s) after it" if others > 0 else ""
+    session.ui.notice(f"(Your message{also} will not be sent again, since the server refused "
+                      "them; send it again, changed if needed.)")
+
+
 def close_open_calls(session: Session) -> None:
     """Give every call in the log an output, so the next request is valid."""
-    answered = {r.get("call_id") for r in session.log.records if r.get("type") == "function_call_output"}
-    for record in list(session.log.records):
-        if record.get("type") == "function_call" and record.get("call_id") not in answered:
-            session.log.append({"type": "function_call_output", "call_id": record["call_id"],
-                                "status": Status.FAILED.value, "output": "Interrupted by the user."})
+    session.log.close_open_calls(INTERRUPTED_OUTPUT)
 
 
 def _parse(raw: dict[str, Any]) -> ToolCall:
@@ -139,9 +204,12 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
         return _finish(session, info, call, ToolResult.invalid(
             f"There is no tool named {call.name!r}. Available tools: {names}."), "deny", outcomes)
     if "__invalid__" in call.arguments:
+        raw_text = call.raw_arguments if len(call.raw_arguments) <= 2000 else \
+            call.raw_arguments[:2000] + f"... ({len(call.raw_arguments) - 2000} more characters)"
         return _finish(session, info, call, ToolResult.invalid(
-            "The arguments are not a JSON object. Send the arguments as a JSON object matching "
-            "the tool's schema."), "deny", outcomes)
+            "The arguments are not a JSON object (they were sent as {} instead); you sent: "
+            f"{raw_text}\nSend the arguments as a JSON object matching the tool's schema."),
+            "deny", outcomes)
     ctx = session.tool_context()
     problems = schema.check(tool.parameters, call.arguments)
     if problems:
@@ -185,7 +253,7 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
                 "deny", outcomes)
         text = confirm.render(preview.fields, preview.notes)
         if decision.verdict == ASK:
-            approved = ui.ask(text)
+            approved = ui.ask(text, preview.full, preview.hidden_lines)
             session.log.append({"type": "approval", "call_id": call.call_id, "approved": approved})
             if not approved:
                 return _finish(session, info, call, ToolResult.denied(

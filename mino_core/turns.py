@@ -48,10 +48,13 @@ class TurnRecord:
     requests: int
     outcomes: list[ToolOutcome]
     answer: str
-    # "answer", "request_limit", "tool_limit", "error" or "interrupted".
+    # "answer", "request_limit", "tool_limit", "incomplete" (cut off: output limit, content
+    # filter, time budget), "error" or "interrupted".
     ended: str
     # Every assistant text of the turn in order, the final answer included.
     texts: list[str] = field(default_factory=list)
+    # Why it ended early: the error's message, or why the answer was cut.
+    reason: str = ""
 
     @property
     def clean(self) -> bool:

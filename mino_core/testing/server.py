@@ -7,11 +7,22 @@ Each request to ``POST /v1/responses`` takes the next scripted answer. An answer
 - ``require``: text (or a list) the request must contain before the answer is given;
   ``forbid``: text it must not contain. A mismatch answers HTTP 400 and is recorded in
   ``failures``, so a grader (or the client's error) says what was missing;
-- an ``input`` item without ``type`` is refused with HTTP 400 "Cannot determine type of
-  'item'", as llama.cpp's server does (``type`` is optional in OpenAI's spec);
-- ``fail``: ``{"status": 503, "times": 2, "retry_after": 0}`` answers that HTTP error
-  that many times before giving the answer; ``drop``: close the stream half-way that
-  many times first.
+- ``fail``: ``{"status": 503, "times": 2, "retry_after": 0, "message": "..."}`` answers
+  that HTTP error that many times before giving the answer; ``drop``: close the stream
+  half-way that many times first;
+- ``text`` may be a list: several output messages; ``phase``: the messages' phase;
+- ``incomplete``: a reason (``"max_output_tokens"``): the response ends incomplete;
+- ``deviate``: how the stream departs from the service's (a name or a list):
+  ``"deltas_only"`` (no ``output_item.done``, an empty ``response.completed.output``),
+  ``"done_marker"`` (no ``response.completed``; the stream ends with ``data: [DONE]``),
+  ``"no_call_ids"`` (every ``call_id`` is ``""``);
+- ``delay``: seconds to wait before each event (a slow model);
+- reasoning items carry ``encrypted_content`` when the request ``include``s it.
+
+Like llama.cpp's server it refuses an input item without ``type`` (HTTP 400 "Cannot
+determine type of 'item'") and a function call whose arguments are not JSON (HTTP 500
+"Failed to parse tool call arguments as JSON"). ``ScriptedServer(responses=False)``
+answers 404 on ``/responses``, like a server that speaks only chat completions.
 
 Every request body is recorded in ``requests`` (parsed JSON), in order. The server also
 answers ``POST /v1/embeddings`` with deterministic vectors, for the graph backend's
@@ -45,8 +56,12 @@ def request_text(body: Any) -> str:
 
 
 class ScriptedServer:
-    def __init__(self, script: list[dict[str, Any]] | None = None, host: str = "127.0.0.1"):
+    def __init__(self, script: list[dict[str, Any]] | None = None, host: str = "127.0.0.1",
+                 responses: bool = True):
         self.script: list[dict[str, Any]] = list(script or [])
+        self.responses = responses
+        # Paths of every POST, in order (which API each request used).
+        self.paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.failures: list[str] = []
         self.embedding_requests: list[dict[str, Any]] = []
@@ -108,7 +123,8 @@ class ScriptedServer:
                 left = self._pending_fail.setdefault(key, int(fail.get("times", 1)))
                 if left > 0:
                     self._pending_fail[key] = left - 1
-                    return "error", (int(fail.get("status", 500)), "scripted failure",
+                    return "error", (int(fail.get("status", 500)),
+                                     str(fail.get("message") or "scripted failure"),
                                      fail.get("retry_after"))
             drops = int(entry.get("drop", 0) or 0)
             if drops:
@@ -118,8 +134,8 @@ class ScriptedServer:
                     return "drop", entry
             problem = _input_problem(body)
             if problem:
-                self.failures.append(f"scripted server: request {len(self.requests)}: {problem}")
-                return "error", (400, problem, None)
+                self.failures.append(f"scripted server: request {len(self.requests)}: {problem[1]}")
+                return "error", (*problem, None)
             text = request_text(body)
             raw = json.dumps(body, ensure_ascii=False)
             for needed in _as_list(entry.get("require")):
@@ -143,16 +159,25 @@ class ScriptedServer:
     def build_response(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         n = self._counter
         output: list[dict[str, Any]] = []
+        deviate = _as_list(entry.get("deviate"))
         if entry.get("reasoning"):
-            output.append({"type": "reasoning", "id": f"rs_{n}", "summary": [
-                {"type": "summary_text", "text": entry["reasoning"]}]})
-        if entry.get("text"):
-            output.append({"type": "message", "id": f"msg_{n}", "role": "assistant",
-                           "status": "completed", "content": [
-                               {"type": "output_text", "text": entry["text"], "annotations": []}]})
+            reasoning = {"type": "reasoning", "id": f"rs_{n}", "summary": [
+                {"type": "summary_text", "text": entry["reasoning"]}]}
+            if "reasoning.encrypted_content" in (body.get("include") or []):
+                reasoning["encrypted_content"] = f"enc_{n}:{entry['reasoning']}"
+            output.append(reasoning)
+        texts = entry.get("text")
+        for j, text in enumerate([texts] if isinstance(texts, str) else list(texts or [])):
+            message = {"type": "message", "id": f"msg_{n}_{j}", "role": "assistant",
+                       "status": "completed", "content": [
+                           {"type": "output_text", "text": text, "annotations": []}]}
+            if entry.get("phase"):
+                message["phase"] = entry["phase"]
+            output.append(message)
         for i, call in enumerate(entry.get("calls") or []):
             args = call.get("arguments", {})
-            output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}",
+            output.append({"type": "function_call", "id": f"fc_{n}_{i}",
+                           "call_id": "" if "no_call_ids" in deviate else f"call_{n}_{i}",
                            "name": call["name"], "status": "completed",
                            "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})
         words = len(request_text(body).split())
@@ -161,22 +186,33 @@ class ScriptedServer:
                  "output_tokens_details": {"reasoning_tokens": 0}}
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
         usage.update(entry.get("usage") or {})
+        incomplete = entry.get("incomplete")
         return {"id": f"resp_{n}", "object": "response", "created_at": int(time.time()),
-                "status": "completed", "model": body.get("model", "scripted"), "output": output,
-                "usage": usage, "error": None, "incomplete_details": None,
+                "status": "incomplete" if incomplete else "completed",
+                "model": body.get("model", "scripted"), "output": output,
+                "usage": usage, "error": None,
+                "incomplete_details": {"reason": incomplete} if incomplete else None,
                 "instructions": body.get("instructions"), "tools": body.get("tools", []),
                 "parallel_tool_calls": True, "tool_choice": "auto", "metadata": {},
                 "temperature": 1.0, "top_p": 1.0, "text": {"format": {"type": "text"}}}
 
 
-def _input_problem(body: dict[str, Any]) -> str | None:
-    """What llama.cpp's server refuses in ``input``: an item without ``type``."""
+def _input_problem(body: dict[str, Any]) -> tuple[int, str] | None:
+    """What llama.cpp's server refuses in ``input``: an item without ``type``, a call
+    whose arguments are not JSON."""
     items = body.get("input")
     if not isinstance(items, list):
         return None
     for item in items:
         if not isinstance(item, dict) or "type" not in item:
-            return "Cannot determine type of 'item'"
+            return 400, "Cannot determine type of 'item'"
+        if item["type"] == "function_call":
+            try:
+                json.loads(item.get("arguments") or "")
+            except ValueError as exc:
+                return 500, f"Failed to parse tool call arguments as JSON: {exc}"
+        if item["type"] == "reasoning" and not item.get("encrypted_content"):
+            return 400, "reasoning item without encrypted_content (store is false)"
     return None
 
 
@@ -186,8 +222,9 @@ def _as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
-def _events(response: dict[str, Any]):
-    """The server-sent events of one streamed answer, in the service's order."""
+def _events(response: dict[str, Any], deviate: list[str] = ()):
+    """The server-sent events of one streamed answer, in the service's order (or departing
+    from it as ``deviate`` says)."""
     shell = dict(response, status="in_progress", output=[], usage=None)
     yield {"type": "response.created", "response": shell}
     yield {"type": "response.in_progress", "response": shell}
@@ -224,8 +261,13 @@ def _events(response: dict[str, Any]):
                        "output_index": index, "summary_index": 0, "delta": chunk}
             yield {"type": "response.reasoning_summary_text.done", "item_id": item["id"],
                    "output_index": index, "summary_index": 0, "text": text}
-        yield {"type": "response.output_item.done", "output_index": index, "item": item}
-    yield {"type": "response.completed", "response": response}
+        if "deltas_only" not in deviate:
+            yield {"type": "response.output_item.done", "output_index": index, "item": item}
+    if "done_marker" in deviate:
+        return
+    final = dict(response, output=[]) if "deltas_only" in deviate else response
+    yield {"type": f"response.{'incomplete' if response['status'] == 'incomplete' else 'completed'}",
+           "response": final}
 
 
 def _chunks(text: str, size: int = 12):
@@ -273,9 +315,10 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             return self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
         path = self.path.rstrip("/")
+        self.scripted.paths.append(path)
         if path.endswith("/embeddings"):
             return self._embeddings(body)
-        if not path.endswith("/responses"):
+        if not path.endswith("/responses") or not self.scripted.responses:
             return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
         kind, value = self.scripted._next(body)
         if kind == "error":
@@ -291,14 +334,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        events = list(_events(response))
+        deviate = _as_list(value.get("deviate"))
+        events = list(_events(response, deviate))
         if kind == "drop":
             events = events[: max(2, len(events) // 2)]
-        for number, event in enumerate(events):
-            event["sequence_number"] = number
-            chunk = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-            self.wfile.write(chunk)
-            self.wfile.flush()
+        delay = float(value.get("delay") or 0)
+        try:
+            for number, event in enumerate(events):
+                if delay:
+                    time.sleep(delay)
+                event["sequence_number"] = number
+                chunk = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            if "done_marker" in deviate:
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading (a time budget, an interrupt)
         self.close_connection = True
 
     def _embeddings(self, body: dict[str, Any]) -> None:
