@@ -5,9 +5,12 @@ beside the journal (``journal.cache``, 0600) and is written to a temporary name 
 renamed. It is used only when all of these hold, else it is ignored and rebuilt:
 
 - magic and ``FORMAT`` match, and every section's CRC-32 matches (damage);
-- the journal is at least as long as the offset the cache was taken at, and BLAKE2b of
-  the journal's first 64 KiB and of the 64 KiB ending at that offset match (a journal
-  that was replaced, truncated or rewritten);
+- the journal is at least as long as the offset the cache was taken at, and the SHA-256
+  of every journal byte before that offset is the one the cache holds (a journal that
+  was replaced, truncated, or edited anywhere, even to the same length: the cache
+  would serve text the user had blanked out). The store keeps that hash running as the
+  journal grows (``Store._prefix_hash``), so saving costs no re-read; opening re-hashes
+  the prefix (about a second per GB of journal);
 - the scorer that wrote it is the scorer now configured (vectors are per embedder).
 
 Lines after the cached offset are replayed normally, so a cache taken yesterday is still
@@ -29,16 +32,30 @@ from .model import (EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, LazyNode
 from .ops import AREAS, EDGE_KINDS, NODE_KINDS
 
 MAGIC = b"MNEMOGC\x00"
-FORMAT = 3
-WINDOW = 64 * 1024
+FORMAT = 4  # 4: the whole prefix is hashed (3 hashed its first and last 64 KiB)
+HASH = "sha256"  # measured here: sha256 1.3 GB/s, blake2b 1.0, crc32 2.1 (not a proof)
+READ = 4 << 20
 
 
-def journal_marks(journal, offset: int) -> dict:
-    head = journal.read(0, min(offset, WINDOW))
-    tail = journal.read(max(0, offset - WINDOW), offset)
-    return {"offset": offset,
-            "head": hashlib.blake2b(head, digest_size=16).hexdigest(),
-            "tail": hashlib.blake2b(tail, digest_size=16).hexdigest()}
+def new_hash():
+    return hashlib.new(HASH)
+
+
+def hash_range(journal, start: int, end: int, h):
+    """Update ``h`` with journal bytes ``[start, end)``, read ``READ`` bytes at a time."""
+    pos = start
+    while pos < end:
+        chunk = journal.read(pos, min(end, pos + READ))
+        if not chunk:
+            raise CacheInvalid("journal is shorter than when the cache was taken")
+        h.update(chunk)
+        pos += len(chunk)
+    return h
+
+
+def journal_marks(offset: int, h) -> dict:
+    """What the cache records of the journal prefix it was taken from."""
+    return {"offset": offset, HASH: h.hexdigest()}
 
 
 def graph_snapshot(g: Graph) -> tuple:
@@ -217,8 +234,13 @@ def _engine_state(engine) -> dict:
             "votes": engine.votes[:n], "live": engine.live[:n], "texts": list(engine.texts[:n])}
 
 
-def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
-    """Write the cache for the state at journal ``offset``; returns bytes written."""
+def save(path: Path, journal, offset: int, graph: Graph, engine, prefix=None) -> int:
+    """Write the cache for the state at journal ``offset``; returns bytes written.
+
+    ``prefix``: the running hash of journal bytes ``[0, offset)`` (hashed here if None).
+    """
+    if prefix is None:
+        prefix = hash_range(journal, 0, offset, new_hash())
     engine.sync()
     n = engine.n
     scorer = engine.scorer
@@ -252,7 +274,7 @@ def save(path: Path, journal, offset: int, graph: Graph, engine) -> int:
         rec = place(arr.reshape(-1).view("B") if arr.size else b"")
         arecs.append(rec + [arr.dtype.str, list(arr.shape)])
     header = {
-        "format": FORMAT, "marks": journal_marks(journal, offset), "rows": n,
+        "format": FORMAT, "marks": journal_marks(offset, prefix), "rows": n,
         "scorer": getattr(scorer, "name", ""), "sections": sections, "arrays": arecs,
     }
     hb = json.dumps(header).encode()
@@ -292,20 +314,25 @@ def read_header(path: Path):
     return header, start + (-start) % ALIGN
 
 
-def validate_marks(header: dict, journal) -> None:
+def validate_marks(header: dict, journal):
+    """The running hash of the prefix the cache claims, or CacheInvalid when the journal
+    no longer holds that prefix byte for byte."""
     marks = header["marks"]
     off = marks["offset"]
     if journal.size() < off:
         raise CacheInvalid("journal is shorter than when the cache was taken")
-    if journal_marks(journal, off) != marks:
+    h = hash_range(journal, 0, off, new_hash())
+    if journal_marks(off, h) != marks:
         raise CacheInvalid("journal content differs from when the cache was taken")
+    return h
 
 
 FREEZE_NODES = 50_000  # a loaded graph this big is frozen (see load)
 
 
 def load(path: Path, journal, engine_factory, scorer_name: str = ""):
-    """Return ``(graph, engine, offset)`` from a valid cache, else raise CacheInvalid.
+    """Return ``(graph, engine, offset, prefix hash)`` from a valid cache, else raise
+    CacheInvalid.
 
     Millions of acyclic objects: the cyclic collector is off meanwhile (it would run
     for nothing), and a graph of ``FREEZE_NODES`` nodes or more is frozen before it
@@ -361,7 +388,7 @@ def _load(path: Path, journal, engine_factory, scorer_name: str):
 
     try:
         header, start = read_header(path)
-        validate_marks(header, journal)
+        prefix = validate_marks(header, journal)
         sections, arrays = _read_sections(path, header, start)
         graph = graph_from_columns(_unflatten(marshal.loads(sections["graph"]), arrays),
                                    sections["bodies"])
@@ -397,7 +424,7 @@ def _load(path: Path, journal, engine_factory, scorer_name: str):
                     engine.scorer.add(r, i, t)
         graph.dirty.clear()
         graph.edge_dirty.clear()
-        return graph, engine, header["marks"]["offset"]
+        return graph, engine, header["marks"]["offset"], prefix
     except CacheInvalid:
         raise
     except Exception as e:  # noqa: BLE001 - any damage means "rebuild from the journal"

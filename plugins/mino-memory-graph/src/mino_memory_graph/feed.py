@@ -70,7 +70,7 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
     """
     import subprocess  # here: a store that never opens a big journal never loads it
 
-    from .journal import _fold_lines, _skip, bulk
+    from .journal import MAX_LINE, RAW_CAP, _fold_lines, _skip, _too_long, bulk
     from .model import ApplyError
 
     argv = [sys.executable, "-I", "-c", _ENTRY, _PKG_PARENT, str(journal.fd), str(start),
@@ -98,7 +98,7 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
                     done = reached == end
                     break
                 first, stop, codes, fields, top = frame
-                offsets = _Offsets(journal, first, stop)
+                offsets = _Offsets(journal, first, stop, len(codes))
                 # counted for the frame, not per op: every op applies unless it is
                 # skipped or is a line judged here (which counts itself)
                 applied, skipped, alone, alone_skipped = len(codes), 0, 0, 0
@@ -106,6 +106,9 @@ def fold_in_worker(journal, start: int, end: int, graph, report, bad: list[dict]
                     if code == ALONE:  # ``f`` is the line's index in the frame
                         alone += 1
                         off, n = offsets.line(f)
+                        if n - 1 > MAX_LINE:  # quarantined by its length, its head only
+                            bad.append(_too_long(off, n - 1, journal.read(off, off + RAW_CAP)))
+                            continue
                         line = journal.read(off, off + n)[:-1]
                         s1, a1 = _fold_lines((line,), graph, off, report, bad)
                         alone_skipped += s1
@@ -181,12 +184,14 @@ class _Offsets:
     """Where a frame's lines lie, worked out from the journal only when asked (a
     skipped op, or a line judged here)."""
 
-    def __init__(self, journal, first: int, stop: int):
-        self.journal, self.first, self.stop = journal, first, stop
+    def __init__(self, journal, first: int, stop: int, lines: int = 0):
+        self.journal, self.first, self.stop, self.lines = journal, first, stop, lines
         self.starts: list[int] | None = None
 
     def line(self, i: int) -> tuple[int, int]:
         """(offset, byte length with its newline) of the frame's line ``i``."""
+        if self.starts is None and self.lines == 1:  # e.g. an over-long line: not read
+            self.starts = [0, self.stop - self.first]
         if self.starts is None:
             data = self.journal.read(self.first, self.stop)
             starts = [0]
@@ -204,6 +209,7 @@ class _Offsets:
 def _worker(argv: list[str]) -> None:
     import json
 
+    from .journal import _KEY_END, MAX_LINE, _chunk_keys, _surrogate_escape
     from .ops import takers
 
     fd, start, end = int(argv[0]), int(argv[1]), int(argv[2])
@@ -218,17 +224,37 @@ def _worker(argv: list[str]) -> None:
     while pos < end:
         block = os.pread(fd, min(READ, end - pos), pos)
         cut = block.rfind(b"\n") + 1
-        while cut == 0:  # one line longer than a block
+        while cut == 0 and len(block) <= MAX_LINE:  # one line longer than a block
             more = os.pread(fd, min(READ, end - pos - len(block)), pos + len(block))
             if not more:
                 sys.exit(3)  # the range was promised to end with a newline
             block += more
             cut = block.rfind(b"\n") + 1
-        if cut < len(block):
+        nl = block.find(b"\n")
+        if nl < 0 or nl > MAX_LINE:
+            # over MAX_LINE: never held whole; its end is found, and the parent, told
+            # it is one line alone, quarantines it by its length without reading it
+            at = pos + nl + 1
+            if nl < 0:
+                at = pos + len(block)
+                while True:
+                    more = os.pread(fd, min(READ, end - at), at)
+                    if not more:
+                        sys.exit(3)
+                    i = more.find(b"\n")
+                    if i >= 0:
+                        at += i + 1
+                        break
+                    at += len(more)
+            cut = at - pos
+            block = b""
+            codes, vals, top = bytearray((ALONE,)), [0], -1
+        elif cut < len(block):
             block = block[:cut]
-        codes = bytearray()
-        vals: list = []
-        top = -1  # the largest ``at`` of the ops taken
+        if block:
+            codes = bytearray()
+            vals: list = []
+            top = -1  # the largest ``at`` of the ops taken
         try:
             text = block.decode("utf-8")
         except UnicodeDecodeError:  # every line of the block is judged by the parent
@@ -237,13 +263,18 @@ def _worker(argv: list[str]) -> None:
             vals.extend(range(n))
         else:
             p, n = 0, len(text)
+            count = text.count
+            sur = _surrogate_escape(text)  # as the in-process fold: see journal._fold
             while p < n:
                 try:
                     obj, nxt = scan(text, p)
                     if text[nxt] == "\n":
                         name, body = popitem(obj)
                         code, t = take[name]
-                        f = None if obj else t(body)
+                        extra = count(_KEY_END, p, nxt) - len(body) - 1
+                        f = t(body) if (not obj and (extra == 0 or extra == _chunk_keys(
+                            name, body)) and not (sur and _surrogate_escape(text, p, nxt))
+                        ) else None
                         if f is not None:
                             codes.append(code)
                             vals.append(f)

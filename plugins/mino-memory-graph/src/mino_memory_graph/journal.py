@@ -27,8 +27,50 @@ from .model import ApplyError, Graph
 log = logging.getLogger("mino.memory.graph")
 
 RAW_CAP = 4096
+# A journal line longer than this (newline not counted) is quarantined without being
+# read whole: no operation needs it, and one such line made every open take a minute.
+# Documented in the plugin README.
+MAX_LINE = 1 << 20
 _scan_once = json.JSONDecoder().scan_once
 _validate = _ops.validate_fast
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Duplicate(k)
+            seen.add(k)
+    return d
+
+
+# The per-line reader refuses what Mnemo's serde reader refuses and Python's json takes:
+# a key given twice (json keeps the last) and a lone surrogate escape (json makes a str
+# that cannot be encoded again, which later broke ``show`` and ``search``).
+_strict = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+_strict_scan = _strict.scan_once
+_KEY_END = '":'  # each key ends so in a compact line: counted, it finds a repeated key
+
+
+def _has_surrogate(obj) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _surrogate_escape(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``text[start:end]`` may hold a surrogate escape (``\\ud800``...)."""
+    if end is None:
+        end = len(text)
+    return text.find("\\ud", start, end) >= 0 or text.find("\\uD", start, end) >= 0
 
 
 def resolve_journal_path(home: Path | str | None = None, config: dict | None = None) -> Path:
@@ -172,32 +214,48 @@ class Journal:
             hi = lo
         return start
 
-    def quarantine(self, records: list[dict]) -> None:
-        """Append ``{"reason", "raw", "offset"}`` records beside the journal; never fatal."""
+    def quarantine(self, records: list[dict]) -> int:
+        """Append ``{"reason", "raw", "offset"}`` records beside the journal, each bad
+        line once: a line already recorded (same offset, same text) is not recorded again
+        by a later open. Returns how many were new; never fatal."""
         # ASCII-only records: raw garbage (a NUL, a U+0085 line break) stays one visible line.
         if not records:
-            return
+            return 0
         try:
-            fd = open_private(self.corrupt_path, os.O_WRONLY | os.O_APPEND)
+            fd = open_private(self.corrupt_path, os.O_RDWR | os.O_APPEND)
             try:
-                data = "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in records)
-                os.write(fd, data.encode("utf-8", "replace"))
+                # exclusive: two processes opening at once must not both add a line
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                known = _recorded(fd)
+                lines = []
+                for r in records:
+                    key = (r.get("offset"), r.get("raw"))
+                    if key not in known:
+                        known.add(key)
+                        lines.append(json.dumps(r, ensure_ascii=True) + "\n")
+                if lines:
+                    os.write(fd, "".join(lines).encode("utf-8", "replace"))
+                return len(lines)
             finally:
                 os.close(fd)
         except OSError as e:  # best effort: losing the audit copy must not stop a load
             log.warning("could not write quarantine file %s: %s", self.corrupt_path, e)
+            return 0
 
     # --- appending ----------------------------------------------------------------
 
-    def append(self, payload: bytes, fsync: bool = True) -> int:
+    def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
         """Append complete lines (caller holds the exclusive lock); returns the new size.
 
         A journal whose last byte is not a newline (a writer died mid-line) is
         terminated first, so the torn bytes stay one bad line and ours stay whole.
+        ``seen`` (a running hash's ``update``) is given exactly the bytes written.
         """
         size = self.size()
         if size and os.pread(self.fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload
+        if seen is not None:
+            seen(payload)
         view = memoryview(payload)
         while view:
             n = os.write(self.fd, view)
@@ -205,6 +263,20 @@ class Journal:
         if fsync:
             os.fsync(self.fd)
         return self.size()
+
+
+def _recorded(fd: int) -> set:
+    """``(offset, raw)`` of every record already in an open ``.corrupt`` file."""
+    out = set()
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0) if size else b""
+    for line in data.splitlines():
+        try:
+            r = json.loads(line)
+            out.add((r.get("offset"), r.get("raw")))
+        except (ValueError, AttributeError):
+            continue  # a hand-edited or torn record: harmless, it only costs a repeat
+    return out
 
 
 FREEZE_OPS = 100_000  # a fold this big into a long-lived graph is frozen (see bulk)
@@ -248,8 +320,62 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
     operations that cannot apply are skipped with a warning. Never raises for content.
     ``long_lived``: see ``bulk``.
     """
+    fold_range(lambda a, b: data[a - base:b - base], base, base + len(data), graph,
+               report, bad, long_lived)
+
+
+def fold_range(read, start: int, end: int, graph: Graph, report: Report, bad: list[dict],
+               long_lived: bool = False, seen=None) -> None:
+    """``fold`` for bytes ``[start, end)`` of a file read as ``read(a, b)``, a window at a
+    time: a line over ``MAX_LINE`` is quarantined without being held whole (see
+    ``windows``); ``seen`` is given every byte of the range once, in order."""
     with bulk(graph, report, long_lived) as fresh:
-        _fold(data, graph, base, report, bad, not fresh)
+        for off, piece in windows(read, start, end, bad, seen):
+            _fold(piece, graph, off, report, bad, not fresh)
+
+
+WINDOW = MAX_LINE + 1  # a window this long holds a newline unless its first line is too long
+SCAN = 1 << 16
+
+
+def windows(read, start: int, end: int, bad: list[dict], seen=None):
+    """Yield ``(offset, bytes)``: the lines of ``[start, end)`` in pieces of whole lines,
+    each line at most ``MAX_LINE`` bytes (the last may lack its newline at ``end``).
+
+    A longer line is never held whole: its head is kept for the quarantine record and
+    the rest is only scanned for its end, ``SCAN`` bytes at a time.
+    """
+    pos = start
+    while pos < end:
+        buf = read(pos, min(end, pos + WINDOW))
+        if not buf:
+            return  # the file shrank under us; the next catch-up reloads
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0 and len(buf) < WINDOW:
+            cut = len(buf)  # the unterminated last line, short enough to judge
+        if cut:
+            piece = buf if cut == len(buf) else buf[:cut]
+            if seen is not None:
+                seen(piece)
+            yield pos, piece
+            pos += cut
+            continue
+        if seen is not None:
+            seen(buf)
+        p = pos + len(buf)
+        newline = 0
+        while p < end and not newline:
+            more = read(p, min(end, p + SCAN))
+            if not more:
+                break
+            i = more.find(b"\n")
+            if i >= 0:
+                more, newline = more[:i + 1], 1
+            if seen is not None:
+                seen(more)
+            p += len(more)
+        bad.append(_too_long(pos, p - pos - newline, buf[:RAW_CAP]))
+        pos = p
 
 
 CHUNK = 1 << 18  # bytes decoded at once (whole lines, about 2,000 of them)
@@ -296,13 +422,22 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict],
         end = len(text)
         n_lines = text.count("\n") + (not text.endswith("\n"))
         alone = sk = 0  # lines judged alone; ops skipped here
+        count = text.count
+        # Rare (our writer and Mnemo's never escape non-ASCII): only then is each line
+        # looked at for one.
+        sur = _surrogate_escape(text)
         pos = 0
         while pos < end:
             try:
                 obj, nxt = scan(text, pos)
                 if text[nxt] == "\n":
                     name, body = popitem(obj)
-                    if not obj and rh[name](body) is None:
+                    # one key per field as written (json would keep a repeated key's
+                    # last value): else, or a possible surrogate escape, judged alone
+                    extra = count(_KEY_END, pos, nxt) - len(body) - 1
+                    if (not obj and (extra == 0 or extra == _chunk_keys(name, body))
+                            and not (sur and _surrogate_escape(text, pos, nxt))
+                            and rh[name](body) is None):
                         pos = nxt + 1
                         continue
             except ApplyError as e:
@@ -344,7 +479,7 @@ def _fold_lines(lines, graph: Graph, base: int, report: Report,
     """The per-line path (str or bytes lines): returns ``(skipped, applied)``."""
     handlers = graph.handlers
     clock = graph.clock
-    scan = _scan_once
+    scan = _strict_scan
     validate = _validate
     applied = skipped = 0
     offset = base
@@ -361,21 +496,30 @@ def _fold_lines(lines, graph: Graph, base: int, report: Report,
                 bad.append({"reason": f"not utf-8 (first bad byte at {e.start})",
                             "raw": _cap_raw(raw, len(line)), "offset": start})
                 continue
+        if len(line) > MAX_LINE:  # only a caller holding such a line in memory gets here
+            bad.append(_too_long(start, offset - start - 1, line[:RAW_CAP]))
+            continue
         try:
             obj, end = scan(line, 0)
             if end != len(line) and line[end:].strip():
                 why = "trailing characters after the operation"
             else:
                 why = validate(obj)
+        except _Duplicate as e:
+            why = _duplicate_reason(e)
         except Exception:  # noqa: BLE001 - the slow path below decides
             if not line.strip():
                 report.blank += 1  # padding, not corruption
                 continue
             try:
-                obj = json.loads(line)  # e.g. leading whitespace
+                obj = _strict.decode(line)  # e.g. leading whitespace
                 why = validate(obj)
+            except _Duplicate as e:
+                why = _duplicate_reason(e)
             except Exception as e:  # noqa: BLE001
                 why = f"not json ({type(e).__name__}: {str(e)[:120]})"
+        if why is None and _surrogate_escape(line) and _has_surrogate(obj):
+            why = "a lone surrogate escape (not unicode; Mnemo refuses it too)"
         if why is not None:
             bad.append({"reason": why, "raw": _cap_raw(line, offset - start - 1),
                         "offset": start})
@@ -394,13 +538,36 @@ def _fold_lines(lines, graph: Graph, base: int, report: Report,
     return skipped, applied
 
 
+def _chunk_keys(name: str, body: dict) -> int:
+    """The keys inside a PushContext's chunk (the one op with a nested object), else -1."""
+    c = body.get("chunk") if name == "PushContext" else None
+    return len(c) if c.__class__ is dict else -1
+
+
+def _duplicate_reason(e: _Duplicate) -> str:
+    return f"key {str(e)[:40]!r} given twice (Mnemo refuses it too)"
+
+
+def _too_long(offset: int, nbytes: int, head: bytes) -> dict:
+    """The quarantine record of a line over ``MAX_LINE`` (only its head was read)."""
+    if head.__class__ is not str:
+        head = head[:RAW_CAP].decode("utf-8", "replace")
+    raw = head[:RAW_CAP]
+    return {"reason": f"line over {MAX_LINE} bytes ({nbytes} bytes), not read",
+            "raw": raw + f" ... [truncated, {nbytes} bytes total]", "offset": offset}
+
+
 def parse_one(line: str):
     """Decode one line into ``(name, body)``; raises ``ValueError`` with the reason."""
     try:
-        obj = json.loads(line)
+        obj = _strict.decode(line)
+    except _Duplicate as e:
+        raise ValueError(_duplicate_reason(e)) from None
     except Exception as e:  # noqa: BLE001
         raise ValueError(f"not json ({str(e)[:120]})") from None
     why = _validate(obj)
+    if why is None and _surrogate_escape(line) and _has_surrogate(obj):
+        why = "a lone surrogate escape (not unicode; Mnemo refuses it too)"
     if why:
         raise ValueError(why)
     ((name, body),) = obj.items()

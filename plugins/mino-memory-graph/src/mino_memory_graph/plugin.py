@@ -11,7 +11,7 @@ import json
 
 import click
 
-from mino_core import hookimpl
+from mino_core import hookimpl, visible
 
 
 @hookimpl
@@ -52,17 +52,29 @@ def _open(context):
     from .store import Store
 
     try:
-        return Store.open(home=context.home, config=context.config)
+        store = Store.open(home=context.home, config=context.config)
     except OSError as e:
         raise click.ClickException(f"cannot open the memory journal: {e}") from None
+    if store.report.quarantined:
+        click.echo(f"warning: {store.report.quarantined} bad journal line(s) skipped (kept in "
+                   f"{store.journal.corrupt_path}); `mino memory check` lists them", err=True)
+    return store
 
 
 def _echo_json(obj) -> None:
-    click.echo(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False))
+    # ASCII only: every control, bidi or zero-width character in a label or value is a
+    # JSON escape, never the character itself on the terminal.
+    click.echo(json.dumps(obj, ensure_ascii=True, indent=2, sort_keys=False))
+
+
+def _one(value) -> str:
+    """A label, key, value or log detail (text the model or a file wrote) on one line:
+    escaped, so it can neither drive the terminal nor forge another line of the listing."""
+    return visible(str(value))
 
 
 def _fail(e: Exception):
-    raise click.ClickException(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    raise click.ClickException(_one(str(e).splitlines()[0]) if str(e) else type(e).__name__)
 
 
 @hookimpl
@@ -90,13 +102,13 @@ def register_commands(group, context):
         if as_json:
             _echo_json(out)
             return
-        click.echo(f"routed: {', '.join(out['routed']) or 'all'} ({out['why']})")
+        click.echo(f"routed: {_one(', '.join(out['routed'])) or 'all'} ({_one(out['why'])})")
         if not out["results"]:
             click.echo("no memories matched")
         for r in out["results"]:
             via = ", via graph" if r["via_graph"] else ""
             click.echo(f"#{r['node']}  {r['score']:.3f}{via}  [{r['kind']}/{r['area']}] "
-                       f"{r['label']}")
+                       f"{_one(r['label'])}")
 
     @group.command("show")
     @click.argument("node", type=int)
@@ -106,7 +118,7 @@ def register_commands(group, context):
 
         store = _open(context)
         try:
-            click.echo(store.state(node), nl=False)
+            click.echo(visible(store.state(node), lines=True), nl=False)
         except MemoryError_ as e:
             _fail(e)
         finally:
@@ -130,14 +142,14 @@ def register_commands(group, context):
             _echo_json(h)
             return
         gone = " (deleted)" if h["deleted"] else ""
-        click.echo(f"#{h['node']} [{h['kind']}/{h['area']}] {h['label']}{gone}")
+        click.echo(f"#{h['node']} [{h['kind']}/{h['area']}] {_one(h['label'])}{gone}")
         click.echo("facts:")
         for f in h["facts"]:
             extra = f" -> superseded by {f['superseded_by']}" if f["superseded_by"] else ""
-            click.echo(f"  {f['id']} {f['status']:<10} {f['key']}: {f['value']}{extra}")
+            click.echo(f"  {f['id']} {f['status']:<10} {_one(f['key'])}: {_one(f['value'])}{extra}")
         click.echo("log:")
         for e in h["log"]:
-            click.echo(f"  [{e['at']}] {e['kind']}: {e['detail']}")
+            click.echo(f"  [{e['at']}] {e['kind']}: {_one(e['detail'])}")
 
     @group.command("forget")
     @click.argument("node", type=int)
@@ -167,7 +179,7 @@ def register_commands(group, context):
         if as_json:
             _echo_json({"forgot": node, "label": label, "hard": hard})
         else:
-            click.echo(f"forgot #{node} {label}" + (" (hard)" if hard else ""))
+            click.echo(f"forgot #{node} {_one(label)}" + (" (hard)" if hard else ""))
 
     @group.command("stats")
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

@@ -28,7 +28,7 @@ from pathlib import Path
 from . import cache as _cache
 from . import feed as _feed
 from . import ops as _ops
-from .journal import Journal, Report, fold, resolve_journal_path, _cap_raw
+from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
 
 log = logging.getLogger("mino.memory.graph")
@@ -232,6 +232,7 @@ class Store:
         self.loaded_from_cache = False
         self.cache_note = ""
         self.ops_since_cache = 0
+        self._reset_hash()  # of journal bytes [0, _hashed): kept as the journal grows
 
     # --- opening ------------------------------------------------------------------
 
@@ -280,9 +281,10 @@ class Store:
             if self.use_cache and self.cache_path.exists():
                 try:
                     scorer_name = getattr(self._scorer_arg, "name", None) or ""
-                    g, eng, off = _cache.load(self.cache_path, self.journal,
-                                              self._make_engine, scorer_name)
+                    g, eng, off, h = _cache.load(self.cache_path, self.journal,
+                                                 self._make_engine, scorer_name)
                     self.graph, self._engine, self.offset = g, eng, off
+                    self._hash, self._hashed = h, off
                     self.loaded_from_cache = True
                     self.cache_note = "valid"
                 except _cache.CacheInvalid as e:
@@ -307,43 +309,52 @@ class Store:
             self.graph = Graph()
             self._engine = None
             self.offset = 0
+        if self.offset == 0:
+            self._reset_hash()
         report = Report()
         bad: list[dict] = []
         start = self.offset
-        if (size - start >= _feed.MIN_BYTES and not self.graph.nodes
+        whole = j.last_newline(start, size)  # past it: a dead writer's torn line
+        if (whole - start >= _feed.MIN_BYTES and not self.graph.nodes
                 and not self.graph.edges and _feed.available()):
             # a big cold open: parsed on the other core (``feed``); whatever the
             # worker did not deliver is folded below
-            start = _feed.fold_in_worker(j, start, j.last_newline(start, size), self.graph,
-                                         report, bad)
-        data = j.read(start, size)
-        cut = data.rfind(b"\n") + 1
-        fold(data[:cut] if cut < len(data) else data, self.graph, start, report, bad,
-             long_lived=True)
-        tail = data[cut:]
-        if tail:
-            # Under either lock an unterminated tail is a dead writer's torn line.
-            self._torn_tail(tail, start + cut, report, bad)
+            start = _feed.fold_in_worker(j, start, whole, self.graph, report, bad)
+        # the running hash follows only when it covers everything before ``start`` (a
+        # worker's range is hashed later, when a cache is saved: ``_prefix_hash``)
+        seen = self._hash.update if self._hashed == start else None
+        fold_range(j.read, start, size, self.graph, report, bad, long_lived=True, seen=seen)
+        if seen is not None:
+            self._hashed = size
+        for b in bad:
+            if b["offset"] >= whole:  # under either lock, an unterminated tail is torn
+                b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
         if bad:
             report.quarantined += len(bad)
             report.bad.extend({"offset": b["offset"], "reason": b["reason"]}
                               for b in bad[: Report.KEEP])
-            j.quarantine(bad)
-            log.warning("journal %s: quarantined %d bad line(s) to %s", self.path,
-                        len(bad), j.corrupt_path)
+            new = j.quarantine(bad)
+            log.warning("journal %s: %d bad line(s) skipped (%d newly recorded in %s)",
+                        self.path, len(bad), new, j.corrupt_path)
         self.offset = size
         self.report.merge(report)
         self.ops_since_cache += report.ops
         return report.ops + report.quarantined
 
-    def _torn_tail(self, tail: bytes, at: int, report: Report, bad: list[dict]) -> None:
-        sub = Report()
-        sub_bad: list[dict] = []
-        fold(tail + b"\n", self.graph, at, sub, sub_bad)
-        for b in sub_bad:
-            b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
-        bad.extend(sub_bad)
-        report.merge(sub)
+    # --- the running hash of the journal (the derived cache's proof of its prefix) ---
+
+    def _reset_hash(self) -> None:
+        self._hash = _cache.new_hash()
+        self._hashed = 0
+
+    def _prefix_hash(self, offset: int):
+        """The running hash brought up to ``offset`` (caller holds a lock; ``offset`` is
+        at most ``self.offset``): bytes not yet hashed, such as a worker's range, are
+        read now."""
+        if self._hashed < offset:
+            _cache.hash_range(self.journal, self._hashed, offset, self._hash)
+            self._hashed = offset
+        return self._hash
 
     def refresh(self) -> int:
         """See other processes' writes now (shared lock). Returns lines read."""
@@ -370,8 +381,11 @@ class Store:
                         # ops already applied are appended even if the block raised, so
                         # memory and journal never disagree
                         if req.lines:
+                            seen = self._hash.update if self._hashed == self.offset else None
                             self.offset = self.journal.append(b"".join(req.lines),
-                                                              self.fsync)
+                                                              self.fsync, seen)
+                            if seen is not None:
+                                self._hashed = self.offset
                             self.ops_since_cache += len(req.lines)
             finally:
                 self._writing = False
@@ -467,7 +481,7 @@ class Store:
         with self._mutex, self.journal.locked(exclusive=False):
             self._catch_up()
             size = _cache.save(self.cache_path, self.journal, self.offset, self.graph,
-                               self.engine)
+                               self.engine, self._prefix_hash(self.offset))
             self.ops_since_cache = 0
             return size
 
@@ -488,11 +502,11 @@ class Store:
 
         with self._mutex, self.journal.locked(exclusive=False):
             self._catch_up()
-            data = self.journal.read(0, self.offset)
+            read = self.journal.read
             g = Graph()
             rep = Report()
             bad: list[dict] = []
-            fold(data, g, 0, rep, bad)
+            fold_range(read, 0, self.offset, g, rep, bad)
             rep.quarantined = len(bad)
             rep.bad = [{"offset": b["offset"], "reason": b["reason"],
                         "raw": _cap_raw(b["raw"], len(b["raw"]))[:200]}
@@ -501,12 +515,10 @@ class Store:
             cache_info = {"path": str(self.cache_path), "exists": self.cache_path.exists()}
             if cache_info["exists"]:
                 try:
-                    header, _ = _cache.read_header(self.cache_path)
-                    _cache.validate_marks(header, self.journal)
-                    cg, _eng, off = _cache.load(self.cache_path, self.journal,
-                                                self._make_engine, "")
+                    cg, _eng, off, _h = _cache.load(self.cache_path, self.journal,
+                                                    self._make_engine, "")
                     prefix = Graph()
-                    fold(data[:off], prefix, 0, Report(), [])
+                    fold_range(read, 0, off, prefix, Report(), [])
                     cache_info.update(valid=True, offset=off,
                                       matches_replay=same_graph(cg, prefix))
                 except _cache.CacheInvalid as e:
