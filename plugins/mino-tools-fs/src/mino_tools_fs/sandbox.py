@@ -332,7 +332,12 @@ def _probe(argv: list[str]) -> bool:
         return False
 
 
+probes = 0  # how many times a probe ran in this process (tests check it is shared)
+
+
 def _find() -> Sandbox | None:
+    global probes
+    probes += 1
     if sys.platform.startswith("linux"):
         program = shutil.which("bwrap")
         if not program:
