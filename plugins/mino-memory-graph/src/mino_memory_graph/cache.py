@@ -1,8 +1,7 @@
 """The optional on-disk derived cache: a snapshot of the graph and the scorer's vectors.
 
 It only ever speeds up opening; the journal stays the source of truth. The file sits
-beside the journal (``journal.cache``, 0600) and is written to a temporary name and
-renamed. It is used only when all of these hold, else it is ignored and rebuilt:
+beside the journal (``journal.cache``, 0600) and is replaced whole (``atomic_write``). It is used only when all of these hold, else it is ignored and rebuilt:
 
 - magic and ``FORMAT`` match, and every section's CRC-32 matches (damage);
 - the journal is at least as long as the offset the cache was taken at, and the SHA-256
@@ -22,10 +21,11 @@ import gc
 import hashlib
 import json
 import marshal
-import os
 import struct
 import zlib
 from pathlib import Path
+
+from mino_core import atomic_write
 
 from .model import (EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, LazyNode, Log, Node,
                     node_body)
@@ -280,20 +280,8 @@ def save(path: Path, journal, offset: int, graph: Graph, engine, prefix=None) ->
     hb = json.dumps(header).encode()
     pre = MAGIC + struct.pack("<I", len(hb)) + hb
     pre += b"\0" * ((-len(pre)) % ALIGN)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(pre)
-            for part in parts:
-                fh.write(part)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # all or nothing, in the journal's folder as checked (the core's one helper)
+    atomic_write(path, b"".join([pre, *parts]), mode=0o600)
     return len(pre) + pos
 
 
