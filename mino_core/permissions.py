@@ -6,8 +6,12 @@ The default policy itself is an ordinary ``decide_permission`` implementation in
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
+import re
+import shlex
 
 MODES = ("manual", "accept-edits", "bypass")
 DEFAULT_MODE = "manual"
@@ -54,12 +58,29 @@ def normalise_mode(name: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class Subject:
+    """What a call is about, in the forms rules are matched against.
+
+    ``deny``: every spelling of it; a deny rule that matches any one denies. ``allow``: the
+    parts that must each be allowed (every simple command of a compound command; the
+    resolved path of each file); None when no allow rule can cover the call (a command
+    that cannot be parsed, or one that runs a command substitution).
+    """
+
+    deny: tuple[str, ...] = ()
+    allow: tuple[str, ...] | None = ()
+    path: bool = False  # the forms are paths: prefixes match whole folder names
+
+
+@dataclass(frozen=True)
 class Rule:
     """``tool`` plus an optional pattern matched against the call's subject.
 
-    The subject is the command for Bash-like tools, else the path, else the name. A
-    pattern ending in ``*`` or containing glob characters is a glob; otherwise it is a
-    prefix (``git status`` allows ``git status --short``).
+    The subject is the command for Bash-like tools (each simple command of a compound
+    one), else the path (the resolved path relative to the project, and its other
+    spellings), else the name. A pattern with ``*``, ``?`` or ``[`` is a glob (``*`` also
+    crosses ``/``); otherwise a prefix of whole words (``git status`` covers ``git status
+    --short``) or, for paths, of whole folder names (``secrets`` covers ``secrets/k.txt``).
     """
 
     tool: str
@@ -74,19 +95,31 @@ class Rule:
             return cls(tool.strip(), rest[:-1].strip())
         return cls(text)
 
-    def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
-        if not fnmatch.fnmatchcase(tool, self.tool):
-            return False
-        if self.pattern is None or self.pattern == "":
+    def covers_tool(self, tool: str) -> bool:
+        return fnmatch.fnmatchcase(tool, self.tool)
+
+    def hits(self, text: str, path: bool = False) -> bool:
+        """Whether the pattern matches one form of a subject (the tool aside)."""
+        if not self.pattern:
             return True
-        subject = call_subject(arguments)
-        if subject is None:
+        pattern = self.pattern
+        if path:
+            pattern = pattern[2:] if pattern.startswith("./") and len(pattern) > 2 else pattern
+        if any(ch in pattern for ch in "*?["):
+            return fnmatch.fnmatchcase(text, pattern)
+        if text == pattern or text.startswith(pattern + " "):
+            return True
+        folder = pattern.rstrip("/")
+        return (path or pattern.endswith("/")) and bool(folder) and text.startswith(folder + "/")
+
+    def matches(self, tool: str, arguments: dict[str, Any], subject: "Subject | None" = None) -> bool:
+        """Whether the rule matches any spelling of the call (how a deny rule applies)."""
+        if not self.covers_tool(tool):
             return False
-        if any(ch in self.pattern for ch in "*?["):
-            return fnmatch.fnmatchcase(subject, self.pattern)
-        return subject == self.pattern or subject.startswith(self.pattern + " ") or (
-            subject.startswith(self.pattern) and self.pattern.endswith("/")
-        )
+        if not self.pattern:
+            return True
+        subject = subject if subject is not None else subject_of(arguments)
+        return any(self.hits(form, subject.path) for form in subject.deny)
 
     def __str__(self) -> str:
         return f"{self.tool}({self.pattern})" if self.pattern else self.tool
@@ -99,6 +132,46 @@ def call_subject(arguments: dict[str, Any]) -> str | None:
         if isinstance(value, str):
             return value
     return None
+
+
+def subject_of(arguments: dict[str, Any], project_root: Path | None = None,
+               targets: Sequence[Path] = ()) -> Subject:
+    """The forms of a call's subject: a command split into its simple commands; a path
+    resolved against ``project_root`` (and the tool's resolved ``targets``)."""
+    command = arguments.get("command")
+    if isinstance(command, str):
+        return command_subject(command)
+    text = call_subject(arguments)
+    if isinstance(arguments.get("path"), str) and project_root is not None:
+        return _path_subject(arguments["path"], project_root, targets)
+    if text is None:
+        return Subject((), None)
+    return Subject((text,), (text,))
+
+
+def _path_subject(raw: str, root: Path, targets: Sequence[Path]) -> Subject:
+    base = os.path.realpath(root)
+    given = os.path.expanduser(raw) if raw.startswith("~") else raw
+    joined = os.path.join(base, given)
+    lexical = os.path.normpath(joined)
+    try:
+        real = os.path.realpath(joined)
+    except (OSError, ValueError):
+        real = lexical
+    resolved = [os.path.realpath(t) for t in targets] or [real]
+    forms = [raw, lexical, real, *resolved]
+    deny = {f for path in forms for f in (path, _shown(path, base))}
+    return Subject(tuple(sorted(deny)), tuple(_shown(p, base) for p in resolved), path=True)
+
+
+def _shown(path: str, base: str) -> str:
+    """A path relative to the project when inside it (with '/'), else absolute."""
+    if not os.path.isabs(path):
+        return os.path.normpath(path).replace(os.sep, "/")
+    rel = os.path.relpath(path, base)
+    if rel == ".." or rel.startswith(".." + os.sep):
+        return path
+    return rel.replace(os.sep, "/")
 
 
 @dataclass(frozen=True)
@@ -131,8 +204,109 @@ class Rules:
 
         return cls(parse("allow"), parse("deny"), tuple(errors))
 
-    def first_deny(self, tool: str, arguments: dict[str, Any]) -> Rule | None:
-        return next((r for r in self.deny if r.matches(tool, arguments)), None)
+    def first_deny(self, tool: str, arguments: dict[str, Any],
+                   subject: Subject | None = None) -> Rule | None:
+        """The first deny rule that matches any spelling of the call."""
+        subject = subject if subject is not None else subject_of(arguments)
+        return next((r for r in self.deny if r.matches(tool, arguments, subject)), None)
 
-    def first_allow(self, tool: str, arguments: dict[str, Any]) -> Rule | None:
-        return next((r for r in self.allow if r.matches(tool, arguments)), None)
+    def first_allow(self, tool: str, arguments: dict[str, Any],
+                    subject: Subject | None = None) -> Rule | None:
+        """An allow rule when every part of the call is allowed (by it or another), else None."""
+        subject = subject if subject is not None else subject_of(arguments)
+        rules = [r for r in self.allow if r.covers_tool(tool)]
+        bare = next((r for r in rules if not r.pattern), None)
+        if bare is not None or not rules:
+            return bare
+        if not subject.allow:
+            return None
+        first = None
+        for part in subject.allow:
+            rule = next((r for r in rules if r.hits(part, subject.path)), None)
+            if rule is None:
+                return None
+            first = first or rule
+        return first
+
+
+# -- commands ---------------------------------------------------------------------------
+# Rules on commands match each simple command of a compound one, first word normalised.
+# This makes the common cases hold; it is not a shell parser and not a security boundary
+# (the explanation in ``mino permissions`` says so).
+
+_SEPARATORS = {";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "\n"}
+# Words that come before the command they run: shell keywords and simple wrappers.
+_LEADING = {"!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "time"}
+_WRAPPERS = {"sudo", "doas", "env", "command", "builtin", "exec", "nohup", "nice", "xargs"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`|[<>]\(([^()]*)\)")
+
+
+def command_subject(command: str) -> Subject:
+    """A command's forms. Deny: the whole text, then each simple command with leading
+    assignments, keywords and wrappers (sudo, env, ...) dropped, as spelled and with the
+    first word's folder dropped too (``/bin/rm x`` is also ``rm x``). Allow: each simple
+    command exactly as spelled; a command substitution or unparsable text is never allowed."""
+    deny = [command.strip()]
+    for words in command_parts(command):
+        deny += [" ".join(words), " ".join([os.path.basename(words[0])] + words[1:])]
+    spelled = _split(command, strict=True)
+    allow = None
+    if spelled and _SUBSTITUTION.search(command) is None:
+        allow = tuple(" ".join(words) for words in spelled)
+    return Subject(tuple(dict.fromkeys(deny)), allow)
+
+
+def command_parts(command: str, depth: int = 0) -> list[list[str]]:
+    """The simple commands in ``command`` (split at ; && || | & and newlines), each as its
+    words after the leading ones that only run it (assignments, keywords, sudo, env, ...),
+    including the commands in ``$(...)``, backticks and ``sh -c '...'``."""
+    parts = [_drop_leading(words) for words in _split(command, strict=False) or []]
+    if depth < 3:
+        for match in _SUBSTITUTION.finditer(command):
+            inner = next(g for g in match.groups() if g is not None)
+            parts += command_parts(inner, depth + 1)
+        for words in list(parts):
+            if os.path.basename(words[0]) in _SHELLS and "-c" in words[:-1]:
+                parts += command_parts(words[words.index("-c") + 1], depth + 1)
+    return [p for p in parts if p]
+
+
+def _split(command: str, strict: bool) -> list[list[str]] | None:
+    """The words of each simple command, via shlex. ``strict``: None for text shlex cannot
+    parse (an open quote); otherwise such text is split on whitespace instead."""
+    lexer = shlex.shlex(command.replace("\n", " \n "), posix=True, punctuation_chars=";&|()")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        if strict:
+            return None
+        tokens = [t for t in re.split(r"[ \t\r]+|(;|&&|\|\||\||&|\n)", command) if t]
+    parts, words = [], []
+    for token in tokens + [";"]:
+        if token in _SEPARATORS:
+            if words:
+                parts.append(words)
+            words = []
+        else:
+            words.append(token)
+    return parts
+
+
+def _drop_leading(words: list[str]) -> list[str]:
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _LEADING or _ASSIGNMENT.match(word):
+            i += 1
+        elif os.path.basename(word) in _WRAPPERS:
+            i += 1
+            while i < len(words) and (words[i].startswith("-") or _ASSIGNMENT.match(words[i])):
+                i += 1
+        else:
+            break
+    return words[i:] or words[-1:]
