@@ -190,11 +190,12 @@ def permissions():
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--live", is_flag=True, help="Run the cases marked live against the configured model.")
 @click.option("-k", "select", metavar="TEXT", help="Only cases whose name contains TEXT.")
-def eval_(directory, live, select):
+@click.option("--api", type=click.Choice(["responses", "chat"]), help="Speak this API in every case.")
+def eval_(directory, live, select, api):
     """Run the YAML eval cases in DIRECTORY and print one row per case."""
     from .evals import main as run_evals
 
-    sys.exit(run_evals(directory, live=live, select=select))
+    sys.exit(run_evals(directory, live=live, select=select, api=api))
 
 
 @cli.group(cls=_MemoryGroup)

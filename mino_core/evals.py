@@ -131,7 +131,7 @@ def _approver(policy: Any, before_answer: Callable[[], None], asked: list[str]):
     return answer
 
 
-def execute(case: Case, *, live: bool = False) -> tuple[str, str]:
+def execute(case: Case, *, live: bool = False, api: str | None = None) -> tuple[str, str]:
     """Run one case: ("PASS" | "FAIL" | "SKIP", reason)."""
     data = case.data
     if "__error__" in data:
@@ -148,12 +148,12 @@ def execute(case: Case, *, live: bool = False) -> tuple[str, str]:
         try:
             prepare_home(home, data)
             _write_files(project, data.get("workspace"))
-            return _run(case, home, project, live)
+            return _run(case, home, project, live, api)
         except CaseError as exc:
             return "FAIL", f"case error: {exc}"
 
 
-def _run(case: Case, home: Path, project: Path, live: bool) -> tuple[str, str]:
+def _run(case: Case, home: Path, project: Path, live: bool, api: str | None = None) -> tuple[str, str]:
     from .agent import Agent
     from .compaction import compact_command
     from .config import ConfigError, ModelSettings, load_config, model_settings
@@ -178,7 +178,10 @@ def _run(case: Case, home: Path, project: Path, live: bool) -> tuple[str, str]:
         ui = RecordingUI(_approver(data.get("approve"), _on_ask(data.get("on_ask") or [], project, home),
                                    run.asked))
         try:
-            agent = Agent(home=home, project_root=project, ui=ui, config=load_config(home),
+            config = load_config(home)
+            if api:
+                config["api"] = api
+            agent = Agent(home=home, project_root=project, ui=ui, config=config,
                           client=ModelClient(settings))
         except ConfigError as exc:
             return "FAIL", f"case error: {exc}"
@@ -231,6 +234,17 @@ def _request(run: Run, index: int) -> dict[str, Any] | None:
         return None
 
 
+def _input(body: dict[str, Any] | None) -> list[Any]:
+    """A request's input items; a chat request's messages seen as the same items."""
+    if body is None:
+        return []
+    if "input" in body or "messages" not in body:
+        return body.get("input") or []
+    from .chat import as_items
+
+    return as_items(body)
+
+
 def _outcomes(run: Run):
     for record in run.records:
         yield from record.outcomes
@@ -269,7 +283,7 @@ def grade(grader: dict[str, Any], run: Run, live: bool) -> str | None:
         tool, text = (spec.get("tool"), spec["text"]) if isinstance(spec, dict) else (None, str(spec))
         position = 0
         for number, body in enumerate(run.requests, 1):
-            outputs = [i for i in body.get("input", []) if isinstance(i, dict)
+            outputs = [i for i in _input(body) if isinstance(i, dict)
                        and i.get("type") == "function_call_output"]
             if outputs and (tool is None or _has_call(body, tool)):
                 position = number
@@ -289,7 +303,7 @@ def grade(grader: dict[str, Any], run: Run, live: bool) -> str | None:
     if kind == "first_item_role":
         index, role = (spec.get("index", 1), spec["role"]) if isinstance(spec, dict) else (1, str(spec))
         body = _request(run, int(index))
-        items = (body or {}).get("input") or []
+        items = _input(body)
         first = items[0].get("role") if items and isinstance(items[0], dict) else None
         return None if first == role else f"request {index} starts with role {first!r}, not {role!r}"
     if kind in ("file_contains", "file_equals"):
@@ -321,10 +335,12 @@ def grade(grader: dict[str, Any], run: Run, live: bool) -> str | None:
 
 def _has_call(body: dict[str, Any], tool: str) -> bool:
     return any(isinstance(i, dict) and i.get("type") == "function_call" and i.get("name") == tool
-               for i in body.get("input", []))
+               for i in _input(body))
 
 
-def main(directory: Path, *, live: bool = False, select: str | None = None) -> int:
+def main(directory: Path, *, live: bool = False, select: str | None = None,
+         api: str | None = None) -> int:
+    """``api``: "responses" or "chat" for every case (else each case's config decides)."""
     if not directory.is_dir():
         click.echo(f"No such folder: {directory}", err=True)
         return 2
@@ -338,7 +354,7 @@ def main(directory: Path, *, live: bool = False, select: str | None = None) -> i
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     for case in cases:
         try:
-            status, reason = execute(case, live=live)
+            status, reason = execute(case, live=live, api=api)
         except Exception as exc:  # noqa: BLE001 - one broken case must not hide the others
             status, reason = "FAIL", f"crashed: {type(exc).__name__}: {exc}"
         counts[status] += 1

@@ -24,6 +24,12 @@ determine type of 'item'") and a function call whose arguments are not JSON (HTT
 "Failed to parse tool call arguments as JSON"). ``ScriptedServer(responses=False)``
 answers 404 on ``/responses``, like a server that speaks only chat completions.
 
+``POST /v1/chat/completions`` takes the same script: the text streams as
+``delta.content`` (several texts joined by a blank line), calls as ``delta.tool_calls``,
+reasoning as ``delta.reasoning_content``, ``incomplete`` as ``finish_reason: length``,
+then a usage chunk and ``data: [DONE]``. Like a strict chat template it refuses roles that
+do not alternate ("Conversation roles must alternate user/assistant/user/assistant/...").
+
 Every request body is recorded in ``requests`` (parsed JSON), in order. The server also
 answers ``POST /v1/embeddings`` with deterministic vectors, for the graph backend's
 opt-in embedder. It streams server-sent events exactly in the order and shape the real
@@ -108,7 +114,7 @@ class ScriptedServer:
 
     # -- answering -----------------------------------------------------------
 
-    def _next(self, body: dict[str, Any]) -> tuple[str, Any]:
+    def _next(self, body: dict[str, Any], chat: bool = False) -> tuple[str, Any]:
         """("answer", entry) | ("error", (status, message, retry_after)) | ("drop", entry)."""
         with self._lock:
             self.requests.append(body)
@@ -132,7 +138,7 @@ class ScriptedServer:
                 if left > 0:
                     self._pending_drop[key] = left - 1
                     return "drop", entry
-            problem = _input_problem(body)
+            problem = None if chat else _input_problem(body)
             if problem:
                 self.failures.append(f"scripted server: request {len(self.requests)}: {problem[1]}")
                 return "error", (*problem, None)
@@ -214,6 +220,72 @@ def _input_problem(body: dict[str, Any]) -> tuple[int, str] | None:
         if item["type"] == "reasoning" and not item.get("encrypted_content"):
             return 400, "reasoning item without encrypted_content (store is false)"
     return None
+
+
+def _chat_problem(body: dict[str, Any]) -> str | None:
+    """What a strict chat template refuses: roles out of turn, calls without results."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages must be a non-empty list"
+    roles = [m.get("role") for m in messages if isinstance(m, dict)]
+    if "system" in roles[1:]:
+        return "System message must be at the beginning."
+    previous, pending = "system", set()
+    for message in messages:
+        role = message.get("role")
+        if role == "system":
+            continue
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                return f"tool message for unknown tool_call_id {message.get('tool_call_id')!r}"
+            pending.discard(message["tool_call_id"])
+        elif pending:
+            return "assistant tool calls must each be followed by a tool message"
+        elif role == previous or (previous == "system" and role != "user"):
+            return "Conversation roles must alternate user/assistant/user/assistant/..."
+        for call in message.get("tool_calls") or []:
+            if not call.get("id"):
+                return "tool call without id"
+            try:
+                json.loads(call["function"]["arguments"])
+            except (KeyError, TypeError, ValueError) as exc:
+                return f"Failed to parse tool call arguments as JSON: {exc}"
+            pending.add(call["id"])
+        previous = role
+    return None
+
+
+def _chat_chunks(entry: dict[str, Any], body: dict[str, Any], n: int):
+    """The chunks of one streamed chat completion (before ``data: [DONE]``)."""
+    base = {"id": f"chatcmpl_{n}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": body.get("model", "scripted")}
+
+    def chunk(delta=None, finish=None):
+        return dict(base, choices=[{"index": 0, "delta": delta or {}, "finish_reason": finish}])
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _chunks(str(entry.get("reasoning") or "")):
+        yield chunk({"reasoning_content": piece})
+    texts = entry.get("text")
+    text = "\n\n".join([texts] if isinstance(texts, str) else [str(t) for t in texts or []])
+    for piece in _chunks(text):
+        yield chunk({"content": piece})
+    deviate = _as_list(entry.get("deviate"))
+    for i, call in enumerate(entry.get("calls") or []):
+        args = call.get("arguments", {})
+        args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        call_id = "" if "no_call_ids" in deviate else f"call_{n}_{i}"
+        yield chunk({"tool_calls": [{"index": i, "id": call_id, "type": "function",
+                                     "function": {"name": call["name"], "arguments": ""}}]})
+        for piece in _chunks(args):
+            yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    finish = "length" if entry.get("incomplete") else ("tool_calls" if entry.get("calls") else "stop")
+    yield chunk(finish=finish)
+    if (body.get("stream_options") or {}).get("include_usage"):
+        words = len(request_text(body).split())
+        out = len(text.split())
+        yield dict(base, choices=[], usage={"prompt_tokens": words, "completion_tokens": out,
+                                            "total_tokens": words + out})
 
 
 def _as_list(value: Any) -> list[str]:
@@ -318,14 +390,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.scripted.paths.append(path)
         if path.endswith("/embeddings"):
             return self._embeddings(body)
-        if not path.endswith("/responses") or not self.scripted.responses:
+        chat = path.endswith("/chat/completions")
+        if not chat and (not path.endswith("/responses") or not self.scripted.responses):
             return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-        kind, value = self.scripted._next(body)
+        if chat:
+            problem = _chat_problem(body)
+            if problem:
+                with self.scripted._lock:
+                    self.scripted.requests.append(body)
+                    self.scripted.failures.append(f"scripted server: request {len(self.scripted.requests)}: "
+                                                  f"{problem}")
+                return self._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
+        kind, value = self.scripted._next(body, chat=chat)
         if kind == "error":
             status, message, retry_after = value
             headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
             return self._json(status, {"error": {"message": message, "type": "scripted_error",
                                                  "code": None, "param": None}}, headers)
+        if chat:
+            return self._chat_stream(kind, value, body)
         response = self.scripted.build_response(value, body)
         if not body.get("stream"):
             return self._json(200, response)
@@ -352,6 +435,25 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading (a time budget, an interrupt)
+        self.close_connection = True
+
+    def _chat_stream(self, kind: str, entry: dict[str, Any], body: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        chunks = list(_chat_chunks(entry, body, self.scripted._counter))
+        if kind == "drop":
+            chunks = chunks[: max(1, len(chunks) // 2)]
+        try:
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            if kind != "drop":
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
         self.close_connection = True
 
     def _embeddings(self, body: dict[str, Any]) -> None:
