@@ -4,19 +4,32 @@ The catalog (names and descriptions) goes into the instructions. It is scanned o
 session and saved as a ``session_skills`` record, so a resumed session keeps the catalog
 it started with. ``skill_view NAME`` returns the whole file and is read-only. Bad skill
 files are skipped with a notice, like memory files.
+
+Trust: a skill becomes instructions the model follows, and a model (or a file it read)
+may have written it. So a skill is loaded only as the person last approved it: the home's
+``skills-seen.json`` (0600) keeps the SHA-256 of each approved SKILL.md by path. A new or
+changed skill is shown (name, origin, description, its first lines) and asked about once
+at session start; declined, or with no terminal to ask (``mino -p``), it is skipped with a
+notice naming it, and asked again next session. ``skill_view`` returns a file only while
+it still has the approved content.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from .hookspecs import hookimpl
-from .tools import InvalidArguments, Tool, ToolResult
+from .tools import InvalidArguments, Preview, Tool, ToolResult
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_SKILL_BYTES = 64 * 1024
 MAX_DESCRIPTION = 1024
+SEEN_FILE = "skills-seen.json"
+PREVIEW_LINES = 40  # lines of a new or changed SKILL.md shown in its question
 
 
 def _front_matter(text: str) -> dict[str, Any] | None:
@@ -50,9 +63,8 @@ def scan(folders: list[tuple[str, Path]]) -> tuple[list[dict[str, str]], list[st
             if not path.is_file():
                 continue
             try:
-                if path.is_symlink() or path.stat().st_size > MAX_SKILL_BYTES:
-                    raise ValueError("a symbolic link or over 64 KiB")
-                data = _front_matter(path.read_text(encoding="utf-8"))
+                raw = read_skill(path)
+                data = _front_matter(raw.decode("utf-8"))
             except (OSError, UnicodeDecodeError, ValueError) as exc:
                 problems.append(f"{path}: skipped ({exc})")
                 continue
@@ -69,20 +81,112 @@ def scan(folders: list[tuple[str, Path]]) -> tuple[list[dict[str, str]], list[st
                 problems.append(f"skill {name}: the {found[name]['origin']} copy wins over {path}")
                 continue
             found[name] = {"name": name, "description": " ".join(description.split())[:MAX_DESCRIPTION],
-                           "path": str(path), "origin": origin}
+                           "path": str(path), "origin": origin, "sha256": digest(raw)}
     return [found[n] for n in sorted(found)], problems
 
 
+def read_skill(path: Path) -> bytes:
+    """A SKILL.md's bytes; refuses a symbolic link (opened O_NOFOLLOW, so no swap after a
+    check) and a file over 64 KiB."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: the name is a link
+            raise ValueError("a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_SKILL_BYTES + 1)
+    if len(data) > MAX_SKILL_BYTES:
+        raise ValueError("over 64 KiB")
+    return data
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- what the person approved ----------------------------------------------------------
+
+def load_seen(home: Path) -> dict[str, str]:
+    """Approved skills: SKILL.md path -> SHA-256. A missing or unreadable record is empty
+    (every skill is asked about again, which is safe)."""
+    try:
+        data = json.loads((Path(home) / SEEN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    skills = data.get("skills") if isinstance(data, dict) else None
+    if not isinstance(skills, dict):
+        return {}
+    return {k: v for k, v in skills.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def approve(home: Path, entries: list[dict[str, str]]) -> None:
+    """Record ``entries`` (catalog entries) as approved with their current content."""
+    from .atomic import atomic_write
+
+    home = Path(home)
+    seen = load_seen(home)  # read again just before writing: another session may have added
+    seen.update({e["path"]: e["sha256"] for e in entries})
+    home.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"version": 1, "skills": dict(sorted(seen.items()))}, indent=1) + "\n"
+    atomic_write(home / SEEN_FILE, text, root=home, mode=0o600)
+
+
+def _review(session, entry: dict[str, str], changed: bool) -> bool:
+    """Ask the person whether a new or changed skill may join this session's instructions."""
+    try:
+        lines = read_skill(Path(entry["path"])).decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    notes = ["A skill becomes part of the instructions the model follows. Approve it only if "
+             "you wrote it or have read it; SKILL.md begins:"]
+    notes += [f"  | {line}" for line in lines[:PREVIEW_LINES]]
+    if len(lines) > PREVIEW_LINES:
+        notes.append(f"  [... {len(lines) - PREVIEW_LINES} more lines not shown; read {entry['path']}]")
+    status = "changed since you approved it" if changed else "new"
+    fields = [("Skill", entry["name"]), ("From", f"{entry['origin']}: {entry['path']}"),
+              ("Status", status), ("Description", entry["description"])]
+    return session.confirm("skill_approval", Preview(fields=fields, notes=notes))
+
+
+def trusted(session, catalog: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The skills the person approved as they are now; asks about the rest, notices skips."""
+    seen = load_seen(session.home)
+    kept, approved, skipped = [], [], []
+    for entry in catalog:
+        if seen.get(entry["path"]) == entry["sha256"]:
+            kept.append(entry)
+        elif _review(session, entry, changed=entry["path"] in seen):
+            kept.append(entry)
+            approved.append(entry)
+        else:
+            skipped.append(entry)
+    if approved:
+        try:
+            approve(session.home, approved)
+        except (OSError, ValueError) as exc:
+            session.notice(f"Could not record the approved skills in {SEEN_FILE}: {exc}; "
+                           "they will be asked about again next session.")
+    if skipped:
+        names = ", ".join(f"{e['name']} ({e['path']})" for e in skipped)
+        session.notice(f"Skills not loaded (new or changed since you last approved them): {names}. "
+                       "Start mino in a terminal (not -p) to review them at the first message; "
+                       "delete a skill's folder to stop the question.")
+    return kept
+
+
 def session_catalog(session) -> list[dict[str, str]]:
-    """The session's catalog: from its record when resumed, else scanned once and recorded."""
+    """The session's catalog: from its record when resumed, else scanned once, reviewed
+    (new and changed skills are asked about) and recorded."""
     record = session.log.latest("session_skills")
     if record is not None:
         return list(record.get("skills") or [])
     catalog, problems = scan([("project", session.project_root / ".mino" / "skills"),
                               ("home", session.home / "skills")])
-    session.log.append({"type": "session_skills", "skills": catalog})
     if problems:
         session.notice("Some skills were not loaded:\n" + "\n".join(f"  {p}" for p in problems))
+    catalog = trusted(session, catalog)
+    session.log.append({"type": "session_skills", "skills": catalog})
     return catalog
 
 
@@ -91,7 +195,7 @@ def catalog_text(session) -> str:
     _PLUGIN.catalogs[session.id] = {s["name"]: s for s in catalog}
     if not catalog:
         return ""
-    lines = ["Skills (guidance the user wrote; when one applies, read it with skill_view NAME "
+    lines = ["Skills (guidance the user approved; when one applies, read it with skill_view NAME "
              "before you act):"]
     lines += [f"- {s['name']}: {s['description']}" for s in catalog]
     return "\n".join(lines)
@@ -112,9 +216,17 @@ class SkillsPlugin:
     def _run(self, args, ctx):
         entry = self.catalogs[ctx.session_id][args["name"]]
         try:
-            return ToolResult.completed(Path(entry["path"]).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
+            data = read_skill(Path(entry["path"]))
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             return ToolResult.failed(f"Cannot read skill {args['name']}: {exc}")
+        # A catalog recorded before hashes were kept is checked against the approvals.
+        approved = entry.get("sha256") or load_seen(ctx.home).get(entry["path"])
+        if digest(data) != approved:
+            return ToolResult.failed(
+                f"Skill {args['name']} changed since the user approved it, so it is not shown. "
+                "Carry on without it; the user reviews it when a new session starts.")
+        return ToolResult.completed(text)
 
     @hookimpl
     def register_tools(self, context):

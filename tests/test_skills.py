@@ -1,5 +1,10 @@
-"""Skills: the catalog in the instructions, recorded once per session, skill_view."""
+"""Skills: the catalog in the instructions, recorded once per session, skill_view.
+
+New skills are asked about once (tests/security/test_skills_trust.py covers that); here
+the person approves them (``approve=APPROVE``)."""
 from __future__ import annotations
+
+APPROVE = {"skill_approval": True}
 
 SKILL = "---\nname: deploy\ndescription: How to deploy this service safely.\n---\nRun make deploy.\n"
 
@@ -11,7 +16,7 @@ def write_skill(root, name, text):
 
 
 def test_catalog_in_instructions_and_skill_view(harness, scripted_server):
-    h = harness()
+    h = harness(approve=APPROVE)
     skills = h.session.project_root / ".mino" / "skills"
     write_skill(skills, "deploy", SKILL)
     write_skill(skills, "broken", "no front matter")
@@ -20,13 +25,13 @@ def test_catalog_in_instructions_and_skill_view(harness, scripted_server):
                         {"require": "Run make deploy.", "text": "Use make deploy."})
     record = h.turn("how do I deploy?")
     assert record.outcomes[0].result.output == SKILL
-    assert "Approve" not in h.transcript
+    assert [name for name, _, _ in h.ui.asked] == ["skill_approval"]  # skill_view asks nothing
     assert "broken" in h.notices and "name and description" in h.notices
     assert scripted_server.failures == []
 
 
 def test_catalog_is_recorded_once_and_kept_on_resume(harness, scripted_server, mino_home):
-    h = harness()
+    h = harness(approve=APPROVE)
     write_skill(h.session.project_root / ".mino" / "skills", "deploy", SKILL)
     write_skill(mino_home / "skills", "deploy", SKILL.replace("safely", "from home"))
     write_skill(mino_home / "skills", "review", "---\nname: review\ndescription: Review a diff.\n---\n")

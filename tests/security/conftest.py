@@ -20,9 +20,9 @@ def agent(make_harness, monkeypatch):
     return make
 
 
-def call(scripted_server, h, name, **arguments):
+def call(scripted_server, h, tool, **arguments):
     """One turn in which the model makes one call; returns (status, output, decision)."""
-    scripted_server.add({"calls": [{"name": name, "arguments": arguments}]}, {"text": "ok"})
+    scripted_server.add({"calls": [{"name": tool, "arguments": arguments}]}, {"text": "ok"})
     record = h.turn("go")
     result = record.outcomes[0].result
     decisions = [r for r in h.session.log.records if r.get("type") == "decision"]
