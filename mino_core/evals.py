@@ -206,6 +206,9 @@ def _run(case: Case, home: Path, project: Path, live: bool, api: str | None = No
                 return "FAIL", server.failures[0]
             if server.remaining:
                 return "FAIL", f"{server.remaining} scripted answer(s) were never requested"
+        errors = [r for r in run.records if r.ended == "error"]
+        if live and errors:  # the server's refusal, not a wrong answer
+            return "FAIL", f"turn {run.records.index(errors[0]) + 1} ended in an error: {errors[0].reason}"
         for grader in data.get("graders") or []:
             problem = grade(grader, run, live)
             if problem:
