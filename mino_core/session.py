@@ -87,6 +87,19 @@ class Session:
         self.log.append({"type": "approval", "call_id": "", "name": name, "approved": approved})
         return approved
 
+    def denied(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """Why the permission decision would deny a call named ``name`` with ``arguments``
+        (a deny rule, a plugin's vote), else None; asks nothing, logs nothing. For a
+        plugin's own writes that ask no one, such as memory recording a tool call."""
+        from .permissions import DENY, combine
+        from .tools import Tool, ToolCall, ToolResult
+
+        tool = Tool(name=name, description="", parameters={"type": "object"},
+                    run=lambda args, ctx: ToolResult.failed("not a tool"))
+        call = ToolCall(call_id="", name=name, arguments=arguments)
+        decision = combine(self.host.votes(call=call, tool=tool, mode=self.mode, session=self))
+        return (decision.reason or "a permission rule") if decision.verdict == DENY else None
+
     def complete(self, instructions: str, input_items: list[dict[str, Any]]) -> str:
         if self.client is None:
             raise RuntimeError("no model client in this session")

@@ -139,9 +139,9 @@ def test_pitfall_with_fix_renders_and_is_never_a_feeder(agent, scripted_server, 
     scripted_server.add({"text": "ok"})
     h.turn("Run make test for the project")
     text = lead(scripted_server.requests[-1])
-    assert "Known pitfalls" in text
-    assert ("- pitfall: probe_run(make test) failed: missing deps (seen 2×) / fix: run make "
-            "deps before make test") in text
+    assert loop.PITFALLS in text and "apply the fix first" not in text
+    assert ("- seen before (2×): probe_run(make test) failed: missing deps; a fix that worked: "
+            "run make deps before make test") in text
     g = journal(mino_home).graph
     ep = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
     assert all(e.src != m for e in g.feeders_of(ep))
@@ -264,7 +264,7 @@ def test_warns_once_per_session_when_a_failure_with_a_known_fix_recurs(
     for _ in range(2):
         scripted_server.add({"calls": [{"name": "probe_run", "arguments": fail}]}, {"text": "x"})
         h.turn("go")
-    assert h.notices.count("the remembered fix is: run make deps first") == 1
+    assert h.notices.count("a fix that worked then: run make deps first") == 1
 
 
 def test_memory_turn_state_is_per_turn(agent, scripted_server):

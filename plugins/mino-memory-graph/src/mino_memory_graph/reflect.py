@@ -252,7 +252,26 @@ def check(obj: dict | None, current: dict[tuple[str, str], str]) -> Proposal:
     return p
 
 
-def preview_fields(p: Proposal, project_label: str) -> list[tuple[str, str]]:
+def fix_target(graph: Graph, fx: dict, pain: list[int]) -> int | None:
+    """The run's pain marker a fix belongs to: one sharing 2+ words longer than 3
+    characters with the fix's problem; None for a new pitfall."""
+    want = {t for t in tokens(fx["problem"]) if len(t) > 3}
+    for m in pain:
+        n = graph.nodes.get(m)
+        if n is None or n.deleted:
+            continue
+        have = {t for t in tokens(n.label + " " + " ".join(
+            f.value for f in n.facts if f.active and f.key == "failure")) if len(t) > 3}
+        if len(want & have) >= 2:
+            return m
+    return None
+
+
+def preview_fields(p: Proposal, project_label: str, graph: Graph | None = None,
+                   pain: list[int] = ()) -> list[tuple[str, str]]:
+    """The confirmation's fields. With ``graph``, each fix says which pitfall it joins
+    and what that pitfall recorded (text the program observed, not what the model
+    wrote), so the person sees what the fix will be shown beside."""
     fields: list[tuple[str, str]] = []
     for i, f in enumerate(p.facts, 1):
         where = "user profile (every project)" if f["scope"] == "user" else project_label
@@ -263,6 +282,16 @@ def preview_fields(p: Proposal, project_label: str) -> list[tuple[str, str]]:
             fields.append((f"Episode {key}", p.episode[key]))
     for i, fx in enumerate(p.fixes, 1):
         fields.append((f"Fix {i}", f"{fx['problem']} -> {fx['fix']}"))
+        if graph is None:
+            continue
+        m = fix_target(graph, fx, list(pain))
+        if m is None:
+            fields.append((f"Fix {i} joins", "a new pitfall with the problem above"))
+        else:
+            n = graph.nodes[m]
+            failure = n.fact("failure")
+            fields.append((f"Fix {i} joins", f"pitfall #{m}, which recorded: "
+                                             f"{failure.value if failure else n.label}"))
     if p.skill:
         fields.append(("Skill candidate", f"{p.skill['name']}: {p.skill['description']}"))
         fields.append(("Skill steps", p.skill["instructions"][:1000]))
@@ -321,17 +350,7 @@ def plan_apply(graph: Graph, p: Proposal, *, episode: int, user: int, project: i
             summary += f"; open: {p.episode['open']}"
         set_fact(project, "last session", summary[:VALUE_MAX])
     for fx in p.fixes:
-        want = {t for t in tokens(fx["problem"]) if len(t) > 3}
-        target = None
-        for m in pain:
-            n = graph.nodes.get(m)
-            if n is None or n.deleted:
-                continue
-            have = {t for t in tokens(n.label + " " + " ".join(
-                f.value for f in n.facts if f.active and f.key == "failure")) if len(t) > 3}
-            if len(want & have) >= 2:
-                target = m
-                break
+        target = fix_target(graph, fx, pain)
         if target is None:
             target = nn
             nn += 1

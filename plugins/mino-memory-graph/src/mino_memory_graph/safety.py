@@ -172,6 +172,17 @@ def refusal(text: str) -> str | None:
 
 
 REDACTED = "[redacted]"
+_CSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # terminal colour and cursor codes
+
+
+def observed(text: str, placeholder: str = "[not kept: {why}]") -> str:
+    """What memory may keep of text the program observed (a call's subject, a failure's
+    output): redacted, colour codes dropped, and ``placeholder`` (``{why}`` filled in)
+    instead when the reflection's filter (``refusal``) refuses it. Observed text is
+    recorded without asking anyone, so it gets the same filter a reflection gets."""
+    text = redact(_CSI.sub("", text or ""))
+    why = refusal(text)
+    return text if why is None else placeholder.format(why=why)
 
 
 def redact(text: str) -> str:
