@@ -1,10 +1,71 @@
 """The ``mino`` command line. Heavy modules load inside the commands that need them."""
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from pathlib import Path
 
 import click
+
+
+def echo(text: str = "", err: bool = False, nl: bool = True) -> None:
+    """click.echo through confirm.visible: names, rules, titles and plugin errors printed
+    here come from files and plugins, so no escape sequence in them reaches the terminal."""
+    from .confirm import visible
+
+    click.echo(visible(str(text), lines=True), err=err, nl=nl)
+
+
+class _Escaping(io.TextIOBase):
+    """A text stream that passes everything written through confirm.visible.
+
+    Plugin commands (``mino memory ...``) print text from memory files and journals; the
+    core cannot review each ``click.echo`` in every plugin, so their streams are these while
+    they run. No ``buffer`` attribute: click then writes text here, never bytes past it.
+    """
+
+    def __init__(self, stream):
+        super().__init__()
+        self._stream = stream
+
+    @property
+    def encoding(self):
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self):
+        return getattr(self._stream, "errors", None)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("fileno")
+
+    def write(self, text) -> int:
+        from .confirm import visible
+
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", "replace")
+        self._stream.write(visible(text, lines=True))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+@contextlib.contextmanager
+def _escaped_output():
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 class _MemoryGroup(click.Group):
@@ -25,7 +86,11 @@ class _MemoryGroup(click.Group):
         host, _ = _host()
         host.notify("register_commands", group=self, context=host.context)
         for message in host.drain_errors():
-            click.echo(message, err=True)
+            echo(message, err=True)
+
+    def invoke(self, ctx):
+        with _escaped_output():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx):
         self._load(ctx)
@@ -37,7 +102,7 @@ class _MemoryGroup(click.Group):
 
 
 def _fail(message: str, code: int = 2):
-    click.echo(message, err=True)
+    echo(message, err=True)
     sys.exit(code)
 
 
@@ -124,26 +189,26 @@ def plugins(as_json):
     if as_json:
         import json
 
-        click.echo(json.dumps({"plugins": [i.as_dict() for i in infos],
+        echo(json.dumps({"plugins": [i.as_dict() for i in infos],
                                "memory_backend": host.backend, "memory_backend_reason": host.backend_reason,
                                "errors": host.errors}, indent=2))
         return
     for info in infos:
-        click.echo(f"{info.name}  ({info.distribution} {info.version})  [{info.status}]")
-        click.echo(f"    module: {info.module}")
+        echo(f"{info.name}  ({info.distribution} {info.version})  [{info.status}]")
+        echo(f"    module: {info.module}")
         if info.hooks:
-            click.echo(f"    hooks:  {', '.join(info.hooks)}")
+            echo(f"    hooks:  {', '.join(info.hooks)}")
         if info.tools:
-            click.echo(f"    tools:  {', '.join(info.tools)}")
+            echo(f"    tools:  {', '.join(info.tools)}")
         if info.backend:
-            click.echo(f"    memory backend: {info.backend}")
+            echo(f"    memory backend: {info.backend}")
         for note in info.notes:
-            click.echo(f"    note:   {note}")
+            echo(f"    note:   {note}")
         if info.error:
-            click.echo(f"    error:  {info.error}")
-    click.echo(f"\nMemory backend: {host.backend or 'none'} ({host.backend_reason}).")
+            echo(f"    error:  {info.error}")
+    echo(f"\nMemory backend: {host.backend or 'none'} ({host.backend_reason}).")
     for error in host.errors:
-        click.echo(f"\n{error}", err=True)
+        echo(f"\n{error}", err=True)
 
 
 @cli.command()
@@ -154,13 +219,13 @@ def sessions():
 
     found = list_sessions(home_dir() / "sessions")
     if not found:
-        click.echo("No sessions yet.")
+        echo("No sessions yet.")
     import datetime
 
     for s in found:
         when = datetime.datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M")
         title = " ".join(s.title.split())[:60]
-        click.echo(f"{s.id}  {when}  {s.turns:3} turn(s)  {title}")
+        echo(f"{s.id}  {when}  {s.turns:3} turn(s)  {title}")
 
 
 @cli.command()
@@ -170,20 +235,20 @@ def permissions():
     from .permissions import Rules
     from .policy import EXPLANATION
 
-    click.echo(EXPLANATION)
+    echo(EXPLANATION)
     try:
         rules = Rules.from_config(load_config(home_dir()))
     except ConfigError as exc:
         _fail(str(exc))
-    click.echo("\nYour rules:")
+    echo("\nYour rules:")
     if not (rules.allow or rules.deny):
-        click.echo("  none (set permissions.allow / permissions.deny in config.yaml)")
+        echo("  none (set permissions.allow / permissions.deny in config.yaml)")
     for rule in rules.deny:
-        click.echo(f"  deny   {rule}")
+        echo(f"  deny   {rule}")
     for rule in rules.allow:
-        click.echo(f"  allow  {rule}")
+        echo(f"  allow  {rule}")
     for error in rules.errors:
-        click.echo(f"  problem: {error}", err=True)
+        echo(f"  problem: {error}", err=True)
 
 
 @cli.command("eval")
@@ -207,7 +272,7 @@ def main() -> None:
     try:
         cli(standalone_mode=True)
     except KeyboardInterrupt:
-        click.echo("", err=True)
+        echo("", err=True)
         sys.exit(130)
     except SystemExit:
         raise
@@ -215,6 +280,6 @@ def main() -> None:
         from .logs import get_logger
 
         get_logger("cli").error("crash", error=str(exc), exc_info=True)
-        click.echo(f"mino: unexpected error: {type(exc).__name__}: {exc} (details in the log "
+        echo(f"mino: unexpected error: {type(exc).__name__}: {exc} (details in the log "
                    "file under MINO_HOME/logs)", err=True)
         sys.exit(1)

@@ -16,6 +16,11 @@ from .tools import Preview, ToolContext
 from .ui import UI
 
 
+INTERRUPTED_OUTPUT = "Interrupted by the user."
+RESUMED_OUTPUT = ("Interrupted: mino stopped before this call finished (the session was "
+                  "resumed later); whether it took effect is unknown, so check before repeating it.")
+
+
 class Session:
     """What hooks see as ``session``: id, home, project_root, mode, config, and services.
 
@@ -42,6 +47,13 @@ class Session:
         self._items_seen = 0
         # Per-session scratch for plugins (e.g. which problems were already reported).
         self.state: dict[str, Any] = {}
+        # A log left by a crashed or killed mino can end inside a tool call; the service
+        # refuses a call without an output (HTTP 400), so close them as Ctrl-C does.
+        names = [str(r.get("name", "")) for r in log.open_calls()]
+        if names:
+            log.close_open_calls(RESUMED_OUTPUT)
+            ui.notice(f"This session ended during a tool call ({', '.join(names)}); it is "
+                      "recorded as interrupted, so the session can go on.")
 
     @property
     def id(self) -> str:
@@ -54,7 +66,8 @@ class Session:
 
     def confirm(self, title: str, preview: Preview) -> bool:
         self.ui.tool_call(title)
-        return self.ui.ask(confirm.render(preview.fields, preview.notes))
+        return self.ui.ask(confirm.render(preview.fields, preview.notes), preview.full,
+                           preview.hidden_lines)
 
     def show(self, title: str, preview: Preview) -> None:
         self.ui.tool_call(title)

@@ -87,6 +87,21 @@ class SessionLog:
         finally:
             os.close(fd)
 
+    def open_calls(self) -> list[dict[str, Any]]:
+        """The function calls that have no output yet, in log order."""
+        answered = {r.get("call_id") for r in self.records if r.get("type") == "function_call_output"}
+        return [r for r in self.records
+                if r.get("type") == "function_call" and r.get("call_id") not in answered]
+
+    def close_open_calls(self, output: str) -> int:
+        """Give every call without an output a failed one, so the log replays into a
+        request the service accepts (it refuses a call with no output). Returns how many."""
+        calls = self.open_calls()
+        for call in calls:
+            self.append({"type": "function_call_output", "call_id": call.get("call_id", ""),
+                         "status": "failed", "output": output})
+        return len(calls)
+
     def conversation(self) -> Iterator[dict[str, Any]]:
         return (r for r in self.records if r.get("type") in CONVERSATION)
 

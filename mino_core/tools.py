@@ -65,11 +65,16 @@ class Preview:
     ``notes`` are lines shown after the fields (a diff, a warning), also escaped.
     ``fingerprint`` is handed back to ``run`` as ``ctx.seen`` so a tool can refuse to act
     when what it would change is no longer what the user approved.
+    ``full`` is the whole text behind a field the tool shows bounded (long memory details):
+    the question says how many lines (``hidden_lines``) the fields leave out, and the person
+    can see all of it, escaped, before answering. Whatever is saved must be seeable.
     """
 
     fields: list[tuple[str, str]]
     notes: list[str] = field(default_factory=list)
     fingerprint: Any = None
+    full: str = ""
+    hidden_lines: int = 0
 
 
 @dataclass

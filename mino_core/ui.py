@@ -13,13 +13,11 @@ from . import confirm
 
 RESULT_LINES = 20  # tool output lines shown on screen; the model always gets it whole
 
-# Control characters (C0, DEL, C1) other than line breaks and tabs, shown as escapes: text
-# from a model or a file must not move the cursor, recolour or clear the terminal.
-_CONTROLS = {c: f"\\u{c:04x}" for c in [*range(0, 32), 127, *range(0x80, 0xA0)] if c not in (9, 10)}
 
-
-def terminal_safe(text: str) -> str:
-    return text.translate(_CONTROLS)
+def _safe(text: str) -> str:
+    # Text from outside mino (the model, a tool, a file, a plugin) reaches the terminal only
+    # through confirm.visible: no escape sequence, control, bidi or zero-width character.
+    return confirm.visible(text, lines=True)
 
 
 def clip_lines(text: str, limit: int = RESULT_LINES) -> str:
@@ -50,14 +48,14 @@ class UI:
         self._in_text = True
 
     def text_delta(self, delta: str) -> None:
-        self._write(terminal_safe(delta))
+        self._write(_safe(delta))
 
     def reasoning_delta(self, delta: str) -> None:
         if not self._in_reasoning:
             self.end_text()
             self._write("\n(thinking) ")
             self._in_reasoning = True
-        self._write(terminal_safe(delta))
+        self._write(_safe(delta))
 
     def end_text(self) -> None:
         if self._in_text or self._in_reasoning:
@@ -71,24 +69,27 @@ class UI:
     def show(self, text: str) -> None:
         """An allowed call's preview, shown without a question."""
         if text:
-            self._write(text + "\n")
+            self._write(_safe(text) + "\n")
 
-    def ask(self, text: str) -> bool:
+    def ask(self, text: str, full: str = "", hidden_lines: int = 0) -> bool:
+        """Show ``text`` (a rendered preview) and ask; ``full`` is the whole text behind a
+        bounded field, which the person can see before answering (see Preview)."""
         raise NotImplementedError
 
     def tool_result(self, status: str, text: str) -> None:
         self._write(f"\n[Tool result: {status}]\n")
         if text:
-            self._write(terminal_safe(clip_lines(text)) + "\n")
+            self._write(_safe(clip_lines(text)) + "\n")
 
     def notice(self, text: str) -> None:
+        # Notices carry plugin text, file and folder names: escaped like everything else.
         self.end_text()
-        self.err.write(text.rstrip("\n") + "\n")
+        self.err.write(_safe(text.rstrip("\n")) + "\n")
         self.err.flush()
 
     def line(self, text: str) -> None:
         self.end_text()
-        self._write(text + "\n")
+        self._write(_safe(text) + "\n")
 
 
 class TerminalUI(UI):
@@ -97,24 +98,29 @@ class TerminalUI(UI):
         super().__init__(out, err)
         self._read = read or input
 
-    def ask(self, text: str) -> bool:
+    def ask(self, text: str, full: str = "", hidden_lines: int = 0) -> bool:
         if text:
-            self._write(text + "\n")
-        try:
-            answer = self._read(confirm.QUESTION + " ")
-        except (EOFError, KeyboardInterrupt):
-            self._write("\n")
-            return False
-        return confirm.is_yes(answer)
+            self._write(_safe(text) + "\n")
+        question = confirm.question(hidden_lines, bool(full))
+        while True:
+            try:
+                answer = self._read(question + " ")
+            except (EOFError, KeyboardInterrupt):
+                self._write("\n")
+                return False
+            if full and answer.strip().lower() in confirm.VIEW_ANSWERS:
+                self._write(confirm.framed(full) + "\n")
+                continue
+            return confirm.is_yes(answer)
 
 
 class HeadlessUI(UI):
     """No terminal to ask: a question is a denial, and the transcript says so."""
 
-    def ask(self, text: str) -> bool:
+    def ask(self, text: str, full: str = "", hidden_lines: int = 0) -> bool:
         if text:
-            self._write(text + "\n")
-        self._write(f"{confirm.QUESTION} n (no terminal to ask: denied)\n")
+            self._write(_safe(text) + "\n")
+        self._write(f"{confirm.question(hidden_lines, bool(full))} n (no terminal to ask: denied)\n")
         return False
 
 
@@ -128,15 +134,18 @@ class RecordingUI(UI):
         self._decide = decide
         self.current_tool = ""
         self.asked: list[tuple[str, str, bool]] = []
+        self.full_texts: list[str] = []  # per question: the whole text it offered ("" if none)
 
     def tool_call(self, name: str) -> None:
         self.current_tool = name
         super().tool_call(name)
 
-    def ask(self, text: str) -> bool:
+    def ask(self, text: str, full: str = "", hidden_lines: int = 0) -> bool:
         answer = bool(self._decide(self.current_tool, text))
         self.asked.append((self.current_tool, text, answer))
-        self._write((text + "\n" if text else "") + f"{confirm.QUESTION} {'y' if answer else 'n'}\n")
+        self.full_texts.append(full)
+        self._write((_safe(text) + "\n" if text else "")
+                    + f"{confirm.question(hidden_lines, bool(full))} {'y' if answer else 'n'}\n")
         return answer
 
     @property

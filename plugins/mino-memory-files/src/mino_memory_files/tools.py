@@ -179,15 +179,31 @@ def details_preview(details: str) -> str:
             f"{len(shown.encode('utf-8'))} of {total} bytes shown]")
 
 
+def hidden_lines(details: str) -> int:
+    """How many of the lines of ``details`` its preview leaves out (a cut line counts)."""
+    shown = details_preview(details)
+    if shown == details:
+        return 0
+    kept = shown.rsplit("\n[preview ends here:", 1)[0]
+    whole = sum(1 for a, b in zip(kept.split("\n"), details.split("\n")) if a == b)
+    return details.count("\n") + 1 - whole
+
+
 def preview_save(args: dict[str, Any], ctx: ToolContext) -> Preview:
     directory = _dir(ctx)
     path = directory / f"{args['name']}{SUFFIX}"
     _state(path, args["mode"], args["name"])
     fields = [("Memory", args["name"]), ("Directory", str(directory)),
               ("Mode", MODES[args["mode"]]), ("Type", args["type"]), ("Summary", args["summary"])]
-    if args.get("details"):
-        fields.append(("Details", details_preview(args["details"])))
-    return Preview(fields=fields, notes=[WARNING], fingerprint=store.fingerprint(path))
+    details = args.get("details") or ""
+    shown = details_preview(details)
+    if details:
+        fields.append(("Details", shown))
+    # Up to 16 KiB is saved while 2 KiB is shown: the person can see the rest before answering.
+    bounded = shown != details
+    return Preview(fields=fields, notes=[WARNING], fingerprint=store.fingerprint(path),
+                   full=details if bounded else "",
+                   hidden_lines=hidden_lines(details) if bounded else 0)
 
 
 def run_save(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
