@@ -160,3 +160,22 @@ def test_plugin_notes_say_whether_bash_is_sandboxed(harness):
             assert name in notes[1]
     host.context.config["tools-fs"] = {"sandbox": False}
     assert "sandbox turned off" in dict(host.call("plugin_notes", context=host.context))[NAME][0]
+
+
+@pytest.mark.parametrize("why", ["missing", "turned off"])
+def test_a_missing_sandbox_is_said_once_per_session(harness, scripted_server, project, monkeypatch, why):
+    config = None
+    if why == "missing":
+        monkeypatch.setenv("PATH", "/nonexistent")
+        sandbox.forget()
+    else:
+        config = {"tools-fs": {"sandbox": False}}
+    try:
+        h = harness(mode="manual", approve="all", config=config)
+        scripted_server.add(call("Bash", command="echo one"), call("Bash", command="echo two"), {"text": "ok"})
+        h.turn("run two commands")
+        assert [a[0] for a in h.ui.asked] == ["Bash", "Bash"]  # no sandbox: each asks
+        assert h.notices.count("Bash runs without a sandbox") == 1, h.notices
+        assert ("No sandbox found" if why == "missing" else "turned off") in h.notices
+    finally:
+        sandbox.forget()
