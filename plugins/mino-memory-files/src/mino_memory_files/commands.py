@@ -41,7 +41,9 @@ def add_commands(group: click.Group, context) -> None:
         if isinstance(found, str):
             click.echo(f"{directory / (name + '.md')} is skipped: {found}.", err=True)
             sys.exit(1)
-        click.echo(found[1], nl=not found[1].endswith("\n"))
+        # The file as written, but escaped: details may hold any character, and an escape
+        # sequence in them must not reach the terminal.
+        click.echo(visible(found[1], lines=True), nl=not found[1].endswith("\n"))
 
     @group.command("path")
     def path():
