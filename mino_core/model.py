@@ -246,7 +246,14 @@ class ModelClient:
         finally:
             if ui is not None:
                 ui.end_text()
-        return self._finish(reader, ended)
+        response = self._finish(reader, ended)
+        cap = request.get("max_output_tokens")
+        used = response.usage.get("output_tokens") or response.usage.get("completion_tokens") or 0
+        if response.status == "completed" and cap and isinstance(used, int) and used >= cap:
+            # llama.cpp's server says "completed" for an answer stopped at the cap.
+            log.warning("response_at_output_cap", output_tokens=used, max_output_tokens=cap)
+            response.status, response.reason = "incomplete", "max_output_tokens"
+        return response
 
     def _finish(self, reader, ended: str) -> Response:
         if ended == "turn_budget":

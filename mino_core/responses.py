@@ -31,6 +31,11 @@ class Assembler:
         return self._content
 
     def _slot(self, event: dict[str, Any], kind: str) -> dict[str, Any]:
+        return self.items[self._index(event, kind)]
+
+    def _index(self, event: dict[str, Any], kind: str) -> int:
+        """The item's output index; from its id when the server sends no ``output_index``
+        (llama.cpp's server sends none)."""
         index = event.get("output_index")
         item_id = event.get("item_id")
         if not isinstance(index, int):
@@ -39,19 +44,19 @@ class Assembler:
         if item_id:
             slot.setdefault("id", item_id)
             self._index_of[item_id] = index
-        return slot
+        return index
 
     def feed(self, event: dict[str, Any]) -> None:
         kind = event.get("type", "")
         if kind.endswith((".delta", "item.done")):
             self._content = True
         if kind == "response.output_text.delta":
-            slot = self._slot(event, "message")
-            parts = slot.setdefault("_parts", {})
+            position = self._index(event, "message")
+            parts = self.items[position].setdefault("_parts", {})
             index = event.get("content_index", 0)
             delta = str(event.get("delta") or "")
             parts[index] = parts.get(index, "") + delta
-            self._show_text(event.get("output_index"), delta)
+            self._show_text(position, delta)
         elif kind == "response.output_text.done":
             self._slot(event, "message").setdefault("_parts", {})[event.get("content_index", 0)] = \
                 str(event.get("text") or "")

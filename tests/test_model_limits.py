@@ -36,3 +36,11 @@ def test_a_slow_stream_stops_at_the_turn_budget_and_keeps_what_arrived(harness, 
     end = [r for r in h.session.log.records if r.get("type") == "turn_end"][-1]
     assert end["ended"] == "incomplete" and end["reason"] == "turn_budget"
     assert h.turn("go on").answer == "ok"
+
+
+def test_an_answer_that_used_the_whole_cap_is_reported_cut(harness, scripted_server):
+    h = harness(config={"max_output_tokens": 50})
+    scripted_server.add({"text": "and so on", "usage": {"output_tokens": 50}},
+                        {"text": "short", "usage": {"output_tokens": 49}})
+    assert h.turn("talk").reason == "max_output_tokens"
+    assert h.turn("again").ended == "answer"

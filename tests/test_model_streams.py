@@ -39,9 +39,10 @@ def test_cut_calls_are_not_run_and_the_log_stays_valid(harness, scripted_server)
     assert [i["type"] for i in last][:4] == ["message", "function_call", "function_call_output", "message"]
 
 
-def test_several_output_messages_keep_their_boundaries(harness, scripted_server):
+@pytest.mark.parametrize("deviate", [None, "no_output_index"])
+def test_several_output_messages_keep_their_boundaries(harness, scripted_server, deviate):
     h = harness()
-    scripted_server.add({"text": ["First part.", "Second part."]}, {"text": "x"})
+    scripted_server.add({"text": ["First part.", "Second part."], "deviate": deviate}, {"text": "x"})
     record = h.turn("hi")
     assert record.answer == "First part.\n\nSecond part."
     assert "Assistant> First part.\n\nSecond part." in h.transcript
@@ -51,7 +52,8 @@ def test_several_output_messages_keep_their_boundaries(harness, scripted_server)
     assert contents[1:3] == ["First part.", "Second part."]
 
 
-@pytest.mark.parametrize("deviate", ["deltas_only", "done_marker", ["deltas_only", "done_marker"]])
+@pytest.mark.parametrize("deviate", ["deltas_only", "done_marker", "no_output_index",
+                                     ["deltas_only", "done_marker", "no_output_index"]])
 def test_items_are_rebuilt_from_deltas_and_a_stream_without_completed_is_kept_once(
         harness, scripted_server, deviate, mino_home):
     h = harness()

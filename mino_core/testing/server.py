@@ -15,7 +15,8 @@ Each request to ``POST /v1/responses`` takes the next scripted answer. An answer
 - ``deviate``: how the stream departs from the service's (a name or a list):
   ``"deltas_only"`` (no ``output_item.done``, an empty ``response.completed.output``),
   ``"done_marker"`` (no ``response.completed``; the stream ends with ``data: [DONE]``),
-  ``"no_call_ids"`` (every ``call_id`` is ``""``);
+  ``"no_call_ids"`` (every ``call_id`` is ``""``), ``"no_output_index"`` (events name
+  their item only by ``item_id``, as llama.cpp's server does);
 - ``delay``: seconds to wait before each event (a slow model);
 - reasoning items carry ``encrypted_content`` when the request ``include``s it.
 
@@ -424,6 +425,8 @@ class _Handler(BaseHTTPRequestHandler):
         delay = float(value.get("delay") or 0)
         try:
             for number, event in enumerate(events):
+                if "no_output_index" in deviate:
+                    event.pop("output_index", None)
                 if delay:
                     time.sleep(delay)
                 event["sequence_number"] = number
