@@ -22,6 +22,7 @@ import hashlib
 import json
 import marshal
 import struct
+import threading
 import zlib
 from pathlib import Path
 
@@ -374,9 +375,11 @@ def _read_sections(path: Path, header: dict, start: int):
 def _load(path: Path, journal, engine_factory, scorer_name: str):
     import numpy as np
 
+    check = None
     try:
         header, start = read_header(path)
-        prefix = validate_marks(header, journal)
+        # hashing the prefix (hashlib and pread let go of the GIL) overlaps the load
+        check = _PrefixCheck(header, journal)
         sections, arrays = _read_sections(path, header, start)
         graph = graph_from_columns(_unflatten(marshal.loads(sections["graph"]), arrays),
                                    sections["bodies"])
@@ -412,8 +415,34 @@ def _load(path: Path, journal, engine_factory, scorer_name: str):
                     engine.scorer.add(r, i, t)
         graph.dirty.clear()
         graph.edge_dirty.clear()
+        prefix, check = check.result(), None
         return graph, engine, header["marks"]["offset"], prefix
     except CacheInvalid:
         raise
     except Exception as e:  # noqa: BLE001 - any damage means "rebuild from the journal"
         raise CacheInvalid(f"cache unreadable ({type(e).__name__})") from None
+    finally:
+        if check is not None:  # the load failed first: the thread still ends here
+            check.join()
+
+
+class _PrefixCheck(threading.Thread):
+    """``validate_marks`` on another thread; ``result()`` joins and gives its answer."""
+
+    def __init__(self, header: dict, journal):
+        super().__init__(name="mnemo-cache-check", daemon=True)
+        self.header, self.journal = header, journal
+        self.hash = self.error = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.hash = validate_marks(self.header, self.journal)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
+            self.error = e
+
+    def result(self):
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.hash
