@@ -120,7 +120,8 @@ class HeadlessUI(UI):
     def ask(self, text: str, full: str = "", hidden_lines: int = 0) -> bool:
         if text:
             self._write(_safe(text) + "\n")
-        self._write(f"{confirm.question(hidden_lines, bool(full))} n (no terminal to ask: denied)\n")
+        hidden = f" {hidden_lines} more lines not shown" if full and hidden_lines else ""
+        self._write(f"{confirm.QUESTION}{hidden} n (no terminal to ask: denied)\n")
         return False
 
 
