@@ -334,3 +334,16 @@ def test_first_bash_call_waits_for_the_start_up_probe(bwrap, project, tmp_path):
     assert tool.run({"command": "echo hi"}, ctx).status is Status.COMPLETED
     assert sandbox.probes == before + 1
     assert sandbox.PROBE_TIMEOUT >= 60  # a loaded machine is not mistaken for no sandbox
+
+
+def test_placeholders_stay_while_another_command_uses_them(bwrap, sctx, project):
+    """Removing a placeholder unmounts it in every sandbox still using it (another session's)."""
+    import time
+
+    first = threading.Thread(target=sh, args=(sctx, "sleep 1"))  # makes the placeholders
+    first.start()
+    time.sleep(0.5)
+    late = sh(sctx, "sleep 1.5; git init -q . && echo MADE; mkdir -p .mino/skills && echo MADE")
+    first.join()
+    assert "MADE" not in late.output and "Read-only" in late.output
+    assert not (project / ".git").exists() and not (project / ".mino").exists()  # the last one cleaned

@@ -80,18 +80,28 @@ class _Collector:
         return f"{head}\n[... {left} bytes of output left out ...]\n{tail}", True
 
 
-def run_command(command: str, cwd: Path, timeout: float, cap: int,
-                box: sandbox.Sandbox | None, box_view: sandbox.View | None = None) -> Outcome:
-    """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given, seeing ``box_view``)."""
-    env = sandbox.scrubbed_env()
-    private_tmp = None
-    argv = ["/bin/sh", "-c", command]
-    if box is not None:
-        if box.kind == "sandbox-exec":  # no private /tmp there: a fresh folder instead
-            private_tmp = Path(tempfile.mkdtemp(prefix="mino-bash-"))
-            env["TMPDIR"] = str(private_tmp)
-        box_view = box_view or sandbox.view(cwd)
-        argv = box.wrap(argv, cwd, private_tmp, box_view)
+def run_command(command: str, cwd: Path, timeout: float, cap: int, box: sandbox.Sandbox | None,
+                box_view: "sandbox.View | Callable[[], sandbox.View] | None" = None) -> Outcome:
+    """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given, seeing ``box_view``,
+    or a callable making it, called once the project's placeholders are held)."""
+    if box is None:
+        return _run(["/bin/sh", "-c", command], cwd, timeout, cap, sandbox.scrubbed_env())
+    with sandbox.placeholders_held(cwd) as held:
+        view = box_view() if callable(box_view) else box_view or sandbox.view(cwd)
+        if box.kind == "bubblewrap":
+            held.append(view)
+            return _run(box.wrap(["/bin/sh", "-c", command], cwd, None, view), cwd, timeout, cap,
+                        sandbox.scrubbed_env())
+    # sandbox-exec: no private /tmp there, so a fresh folder instead
+    private_tmp = Path(tempfile.mkdtemp(prefix="mino-bash-"))
+    env = {**sandbox.scrubbed_env(), "TMPDIR": str(private_tmp)}
+    try:
+        return _run(box.wrap(["/bin/sh", "-c", command], cwd, private_tmp, view), cwd, timeout, cap, env)
+    finally:
+        shutil.rmtree(private_tmp, ignore_errors=True)
+
+
+def _run(argv: list[str], cwd: Path, timeout: float, cap: int, env: dict[str, str]) -> Outcome:
     collector = _Collector(cap)
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -118,10 +128,6 @@ def run_command(command: str, cwd: Path, timeout: float, cap: int,
         reader.join(timeout=2)  # a process that left the group may still hold the pipe
         if proc.stdout:
             proc.stdout.close()
-        if private_tmp is not None:
-            shutil.rmtree(private_tmp, ignore_errors=True)
-        if box is not None and box_view is not None:
-            sandbox.remove_placeholders(box_view)
     text, truncated = collector.text()
     return Outcome(None if timed_out else proc.returncode, text, collector.total, truncated, timed_out)
 
@@ -180,7 +186,7 @@ def run(args: dict, ctx: ToolContext) -> ToolResult:
     timeout = float(args.get("timeout") or settings.timeout)
     box = _box(ctx)
     outcome = run_command(args["command"], project_real(ctx.project_root), timeout, settings.cap, box,
-                          view_for(ctx) if box is not None else None)
+                          lambda: view_for(ctx))
     return report(outcome, timeout, settings.cap)
 
 

@@ -19,6 +19,9 @@ every caller waits for that one probe.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -135,6 +138,20 @@ def _journal(config: dict) -> Path | None:
     return None
 
 
+def _stray_placeholder(path: Path, project: Path) -> bool:
+    """An empty .git or .mino folder in the project: git and mino ignore it, so it is taken
+    for another sandbox's placeholder (the last command on the project removes it)."""
+    if path.parent != project or path.name not in (".git", ".mino") or path.is_symlink():
+        return False
+    try:
+        if not path.is_dir():
+            return False
+        with os.scandir(path) as entries:
+            return not any(entries)
+    except OSError:
+        return False
+
+
 class _Builder:
     def __init__(self, project: Path):
         self.project = project
@@ -165,7 +182,9 @@ class _Builder:
             self.problems.append(f"{raw} is not hidden: it contains the project")
             return
         inside = _inside(path, self.project)
-        if os.path.lexists(path):
+        if inside and must_exist and _stray_placeholder(path, self.project):
+            self.placeholders.append(path)  # made by a sandbox still running, or left by a crash
+        elif os.path.lexists(path):
             (self.read_only if kind == "read_only" else self.hidden).append(path)
             if inside:
                 self._pin(path)
@@ -226,14 +245,55 @@ def view(project: Path, home: Path | None = None, hide: object = None, config: d
     return builder.build(_socket_dirs(project, environ))
 
 
-def remove_placeholders(box_view: View) -> None:
-    """Remove the empty folders bubblewrap made as mount points for missing paths."""
+def _remove_placeholders(box_view: View) -> None:
     for path in reversed(box_view.placeholders):
         try:
             if path.is_dir() and not path.is_symlink():
                 os.rmdir(path)  # only when still empty: never anything someone put there
         except OSError:
             pass
+
+
+def _lock_file(project: Path) -> int | None:
+    """A lock file per project and user, outside the project (and outside every sandbox)."""
+    digest = hashlib.sha256(str(project).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"mino-sandbox-{os.getuid()}-{digest}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    if os.fstat(fd).st_uid != os.getuid():  # someone else's file: do not trust it
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextlib.contextmanager
+def placeholders_held(project: Path):
+    """Around one sandboxed command: the empty folders bubblewrap makes as mount points for
+    missing protected paths are removed after it, but only by the last command running on
+    the project in any mino process (a shared lock while running, then an exclusive try):
+    removing a mount point unmounts it in every other sandbox still using it. Assign the
+    command's view to the yielded list's first item. Without the lock they stay (git
+    ignores an empty .git folder)."""
+    fd = _lock_file(_real(project))
+    held: list[View] = []
+    if fd is None:
+        yield held
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield held
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            for box_view in held:
+                _remove_placeholders(box_view)
+        except OSError:
+            pass  # another command runs on this project: it removes them when it ends
+        finally:
+            os.close(fd)
 
 
 @dataclass(frozen=True)
