@@ -33,6 +33,7 @@ def framed(text: str) -> str:
     lines.append("--- end of the whole text ---")
     return "\n".join(lines)
 
+
 _NAMED = {"\n": "\\n", "\t": "\\t", "\\": "\\\\", '"': '\\"'}
 
 
