@@ -160,6 +160,10 @@ def test_plugin_notes_say_whether_bash_is_sandboxed(harness):
             assert name in notes[1]
     host.context.config["tools-fs"] = {"sandbox": False}
     assert "sandbox turned off" in dict(host.call("plugin_notes", context=host.context))[NAME][0]
+    host.context.config["tools-fs"] = {"hide": "~/.kube"}  # a bad value is named, and asks
+    if box is not None:
+        note = dict(host.call("plugin_notes", context=host.context))[NAME][0]
+        assert "tools-fs.hide must be a list" in note and "every Bash command asks" in note
 
 
 @pytest.mark.parametrize("why", ["missing", "turned off"])

@@ -347,3 +347,19 @@ def test_placeholders_stay_while_another_command_uses_them(bwrap, sctx, project)
     first.join()
     assert "MADE" not in late.output and "Read-only" in late.output
     assert not (project / ".git").exists() and not (project / ".mino").exists()  # the last one cleaned
+
+
+def test_macos_profile_denies_the_same(tmp_path, monkeypatch):
+    """sandbox-exec cannot run here; its profile is checked as text."""
+    user = tmp_path / "user"
+    (user / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    home = tmp_path / "mino-home"
+    home.mkdir()
+    profile = sandbox.macos_profile(sandbox.view(project, home), tmp_path / "t")
+    write_deny = next(line for line in profile.splitlines() if line.startswith("(deny file-write* (subpath"))
+    read_deny = next(line for line in profile.splitlines() if line.startswith("(deny file-read*"))
+    assert f'"{project / ".git"}"' in write_deny and f'"{project / ".mino"}"' in write_deny
+    assert f'"{home}"' in read_deny and f'"{user / ".ssh"}"' in read_deny

@@ -213,7 +213,7 @@ def _socket_dirs(project: Path, environ: dict[str, str]) -> list[Path]:
         if path.is_symlink() or not path.is_dir():  # /var/run -> /run is covered by /run
             continue
         real = _real(path)
-        if not any(_inside(real, f) for f in found) and not _inside(project, real):
+        if not any(_inside(real, f) for f in found):  # a project inside is bound back on top
             found.append(real)
     return found
 
