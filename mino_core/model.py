@@ -20,6 +20,7 @@ import random
 import re
 import threading
 import time
+import weakref
 from typing import Any
 
 from .config import ModelSettings
@@ -32,6 +33,8 @@ log = get_logger("model")
 
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
 APIS = ("auto", "responses", "chat")
+# Every client, so prewarm can set up their HTTP clients too.
+_CLIENTS: "weakref.WeakSet[ModelClient]" = weakref.WeakSet()
 # Base URLs found to lack /responses in this process (``api: auto``): chat from then on.
 _CHAT_ONLY: set[str] = set()
 # A server error that names the request will be the same on every retry.
@@ -76,7 +79,9 @@ def prewarm(*also) -> threading.Thread:
                 pass
         try:
             import openai  # noqa: F401
-            import openai.resources.responses  # noqa: F401
+
+            for client in list(_CLIENTS):  # the HTTP client's set-up (TLS context): ~100 ms
+                client._get()
         except Exception:  # noqa: BLE001 - the real request will report it
             pass
 
@@ -98,6 +103,8 @@ class ModelClient:
     def __init__(self, settings: ModelSettings):
         self.settings = settings
         self._client = None
+        self._lock = threading.Lock()
+        _CLIENTS.add(self)
         self.api = "auto"
         self.max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
         self.configure({})
@@ -126,16 +133,17 @@ class ModelClient:
         return self.api == "chat" or self.settings.base_url.rstrip("/") in _CHAT_ONLY
 
     def _get(self):
-        if self._client is None:
-            import openai
+        with self._lock:  # prewarm may be building it in its thread
+            if self._client is None:
+                import openai
 
-            self._client = openai.OpenAI(
-                api_key=self.settings.api_key,
-                base_url=self.settings.base_url,
-                timeout=openai.Timeout(self.settings.timeout, connect=5.0),
-                max_retries=0,
-            )
-        return self._client
+                self._client = openai.OpenAI(
+                    api_key=self.settings.api_key,
+                    base_url=self.settings.base_url,
+                    timeout=openai.Timeout(self.settings.timeout, connect=5.0),
+                    max_retries=0,
+                )
+            return self._client
 
     def respond(self, request: dict[str, Any], ui=None, deadline: float | None = None) -> Response:
         """Send one request (streamed); retry what a retry can fix.
@@ -192,15 +200,19 @@ class ModelClient:
         if self.uses_chat:
             from . import chat
 
-            reader = chat.Reader(ui)
-            open_stream = lambda: client.chat.completions.with_streaming_response.create(  # noqa: E731
-                **chat.to_chat(request), stream=True)
+            reader, path, body = chat.Reader(ui), "/chat/completions", dict(chat.to_chat(request), stream=True)
         else:
             from .responses import Assembler
 
-            reader = Assembler(ui)
-            open_stream = lambda: client.responses.with_streaming_response.create(  # noqa: E731
-                **request, stream=True, store=False)
+            reader, path, body = Assembler(ui), "/responses", dict(request, stream=True, store=False)
+
+        def open_stream():
+            # The client's generic POST with its raw-stream header: the body goes as built and
+            # the response is not parsed, so openai's typed resources (and their pydantic
+            # event models, ~230 ms to import) are never loaded.
+            return _Closing(client.post(path, cast_to=object, body=body,
+                                        options={"headers": {"X-Stainless-Raw-Response": "stream"}}))
+
         from .stream import DONE, events
 
         ended = ""
@@ -290,6 +302,17 @@ class ModelClient:
         """A request without tools whose text is the whole point (summaries, reflection)."""
         request = {"model": self.settings.model, "instructions": instructions, "input": input_items}
         return self.respond(request, ui=None).text
+
+
+class _Closing:
+    def __init__(self, response):
+        self.response = response
+
+    def __enter__(self):
+        return self.response
+
+    def __exit__(self, *exc) -> None:
+        self.response.close()
 
 
 def _transport():
