@@ -363,3 +363,13 @@ def test_macos_profile_denies_the_same(tmp_path, monkeypatch):
     read_deny = next(line for line in profile.splitlines() if line.startswith("(deny file-read*"))
     assert f'"{project / ".git"}"' in write_deny and f'"{project / ".mino"}"' in write_deny
     assert f'"{home}"' in read_deny and f'"{user / ".ssh"}"' in read_deny
+
+
+def test_mino_home_missing_under_the_project_mino_folder(bwrap, project):
+    """MINO_HOME=project/.mino/home, not made yet: nothing to create, and Bash still runs."""
+    (project / ".mino").mkdir()
+    ctx = ToolContext(project_root=project, home=project / ".mino" / "home", session_id="t",
+                      mode="manual", config={})
+    result = sh(ctx, "mkdir .mino/home; echo ok")
+    assert "ok" in result.output and "Read-only" in result.output
+    assert not (project / ".mino" / "home").exists()

@@ -179,7 +179,7 @@ class _Builder:
         """kind: "read_only" or "hidden"; ``must_exist``: a missing one is not creatable."""
         path = _real(raw)
         if _inside(self.project, path):
-            self.problems.append(f"{raw} is not hidden: it contains the project")
+            self.problems.append(f"{raw} is not hidden or read-only: it contains the project")
             return
         inside = _inside(path, self.project)
         if inside and must_exist and _stray_placeholder(path, self.project):
@@ -192,10 +192,13 @@ class _Builder:
             self._placeholder(path)
 
     def build(self, emptied: list[Path]) -> View:
-        covered = self.read_only + self.hidden + self.placeholders
+        shut = self.read_only + self.hidden + self.placeholders
+        # A missing path under a read-only one cannot be created anyway (nor its mount point).
+        placeholders = [p for p in self.placeholders if not any(_inside(p, c) and p != c for c in shut)]
+        covered = self.read_only + self.hidden + placeholders
         # A pin inside another mount would re-open a read-only folder; keep only outer ones.
         pins = [p for p in self.pins if not any(_inside(p, c) for c in covered)]
-        return View(self.project, tuple(_outer(self.read_only)), tuple(self.placeholders),
+        return View(self.project, tuple(_outer(self.read_only)), tuple(placeholders),
                     tuple(pins), tuple(_outer(self.hidden)), tuple(emptied), tuple(self.problems))
 
 
@@ -448,7 +451,7 @@ def status_line(box: Sandbox | None) -> str:
     return (f"Sandboxed with {box.kind}: the project folder is writable except its .git and .mino "
             "folders, the rest of the file system is read-only, mino's home and credential "
             "stores are hidden, /tmp is private and empty, and there is no network and no "
-            "host socket.")
+            "host unix socket.")
 
 
 def _shown(path: Path) -> str:
