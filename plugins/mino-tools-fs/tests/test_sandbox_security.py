@@ -373,3 +373,30 @@ def test_mino_home_missing_under_the_project_mino_folder(bwrap, project):
     result = sh(ctx, "mkdir .mino/home; echo ok")
     assert "ok" in result.output and "Read-only" in result.output
     assert not (project / ".mino" / "home").exists()
+
+
+def test_submodule_git_files_are_read_only(bwrap, tmp_path, home):
+    """git status in the project runs git in each submodule, with the git dir its .git file names."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", ".")
+    (lib / "l.txt").write_text("l\n")
+    git(lib, "add", "l.txt")
+    git(lib, "commit", "-q", "-m", "lib")
+    project = tmp_path / "super"
+    project.mkdir()
+    git(project, "init", "-q", ".")
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "libs/sub")
+    git(project, "commit", "-q", "-m", "sub")
+    ctx = ToolContext(project_root=project, home=home, session_id="t", mode="manual", config={})
+    marker = tmp_path / "PWNED"
+    before = (project / "libs" / "sub" / ".git").read_text()
+    sh(ctx, payload(project, marker) +
+       "git init -q --bare evil && git --git-dir=evil config core.bare false && "
+       "git --git-dir=evil config core.fsmonitor \"$PWD/payload.sh\"; "
+       "echo \"gitdir: $PWD/evil\" > libs/sub/.git")
+    assert_git_runs_nothing(project, marker)
+    assert (project / "libs" / "sub" / ".git").read_text() == before
+    result = sh(ctx, "mv libs/sub libs/old; mv libs l2; printf '[submodule \"x\"]\\n' >> .gitmodules")
+    assert result.output.lower().count("busy") == 2 and "Read-only" in result.output
+    assert (project / "libs" / "sub" / ".git").read_text() == before

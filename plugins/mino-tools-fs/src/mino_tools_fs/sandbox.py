@@ -111,6 +111,21 @@ def git_dirs(project: Path) -> list[Path]:
     return found
 
 
+def submodules(project: Path) -> list[Path]:
+    """The submodule folders ``.gitmodules`` names: git status in the project runs git in
+    each, with the git dir its ``.git`` file names."""
+    try:
+        text = (project / ".gitmodules").read_text("utf-8", errors="replace")
+    except OSError:
+        return []
+    found = []
+    for rel in re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text, re.M):
+        path = Path(os.path.normpath(project / rel.strip('"')))
+        if path != project and _inside(path, project):
+            found.append(path)
+    return found
+
+
 def parse_hide(value: object, project: Path) -> tuple[list[Path], list[str]]:
     """The user's extra hidden paths from ``tools-fs.hide``, and what was wrong with it."""
     if value is None:
@@ -139,9 +154,10 @@ def _journal(config: dict) -> Path | None:
 
 
 def _stray_placeholder(path: Path, project: Path) -> bool:
-    """An empty .git or .mino folder in the project: git and mino ignore it, so it is taken
-    for another sandbox's placeholder (the last command on the project removes it)."""
-    if path.parent != project or path.name not in (".git", ".mino") or path.is_symlink():
+    """An empty .git folder, or .mino in the project's top folder: git and mino ignore it,
+    so it is taken for another sandbox's placeholder (the last command on the project
+    removes it)."""
+    if path.name != ".git" and (path.parent != project or path.name != ".mino") or path.is_symlink():
         return False
     try:
         if not path.is_dir():
@@ -233,6 +249,10 @@ def view(project: Path, home: Path | None = None, hide: object = None, config: d
     builder = _Builder(project)
     for path in git_dirs(project):
         builder.add(path, "read_only", must_exist=True)
+    builder.add(project / ".gitmodules", "read_only")
+    for sub in submodules(project):
+        for path in git_dirs(sub):
+            builder.add(path, "read_only", must_exist=True)
     builder.add(project / ".mino", "read_only", must_exist=True)
     for name in HOME_READ_ONLY:
         builder.add(Path(name).expanduser(), "read_only")
