@@ -210,11 +210,13 @@ def test_mino_home_inside_the_project_is_hidden_and_not_writable(bwrap, tmp_path
     (mino_home / "memory").mkdir(parents=True)
     (mino_home / "config.yaml").write_text("api_key: sk-live-SECRET\n")
     (mino_home / "memory" / "notes.md").write_text("remembered\n")
+    (user_home / ".gitconfig").write_text("[user]\n\tname = me\n")
     monkeypatch.setenv("HOME", str(user_home))
     ctx = ToolContext(project_root=user_home, home=mino_home, session_id="t", mode="manual", config={})
     result = sh(ctx, "cat .mino/config.yaml; ls -A .mino; echo evil > .mino/memory/notes.md; "
                      "echo evil > .mino/journal.jsonl; mv .mino m2; mkdir -p .mino/memory; "
-                     "echo made > ok.txt")
+                     "printf '[core]\\n\\tfsmonitor = /x\\n' >> .gitconfig; echo made > ok.txt")
+    assert (user_home / ".gitconfig").read_text() == "[user]\n\tname = me\n"  # git reads it everywhere
     assert "SECRET" not in result.output and "remembered" not in result.output
     assert (mino_home / "memory" / "notes.md").read_text() == "remembered\n"
     assert not (mino_home / "journal.jsonl").exists() and not (user_home / "m2").exists()
