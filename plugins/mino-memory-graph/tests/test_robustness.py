@@ -66,7 +66,7 @@ def test_writer_killed_at_random_moments(tmp_path):
         assert s.report.skipped == 0
     corrupt = path.with_suffix(".corrupt").read_text().splitlines()
     # every record is one of our torn lines: first seen torn, later (once the next
-    # writer terminated it) as a complete bad line; reloads re-record it as an audit trail
+    # writer terminated it) as a complete bad line; each (offset, text) is recorded once
     recs = [json.loads(c) for c in corrupt]
     # (two tears with no complete write between them join into one line)
     frag = '{"AddFact":{"node":1,"fact_id":'

@@ -209,7 +209,7 @@ class _Offsets:
 def _worker(argv: list[str]) -> None:
     import json
 
-    from .journal import _KEY_END, MAX_LINE, _chunk_keys, _surrogate_escape
+    from .journal import _KEY_END, MAX_LINE, _surrogate_escape
     from .ops import takers
 
     fd, start, end = int(argv[0]), int(argv[1]), int(argv[2])
@@ -264,17 +264,15 @@ def _worker(argv: list[str]) -> None:
         else:
             p, n = 0, len(text)
             count = text.count
-            sur = _surrogate_escape(text)  # as the in-process fold: see journal._fold
+            fast = not _surrogate_escape(text)  # the same rules as journal._fold
             while p < n:
                 try:
                     obj, nxt = scan(text, p)
                     if text[nxt] == "\n":
                         name, body = popitem(obj)
                         code, t = take[name]
-                        extra = count(_KEY_END, p, nxt) - len(body) - 1
-                        f = t(body) if (not obj and (extra == 0 or extra == _chunk_keys(
-                            name, body)) and not (sur and _surrogate_escape(text, p, nxt))
-                        ) else None
+                        f = t(body) if (not obj and fast and count(
+                            _KEY_END, p, nxt) == len(body) + 1) else None
                         if f is not None:
                             codes.append(code)
                             vals.append(f)

@@ -423,20 +423,19 @@ def _fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict],
         n_lines = text.count("\n") + (not text.endswith("\n"))
         alone = sk = 0  # lines judged alone; ops skipped here
         count = text.count
-        # Rare (our writer and Mnemo's never escape non-ASCII): only then is each line
-        # looked at for one.
-        sur = _surrogate_escape(text)
+        key_end = _KEY_END
+        # A chunk that may hold a surrogate escape is rare (neither our writer nor
+        # Mnemo's escapes non-ASCII): its lines are all judged alone, by the strict reader.
+        fast = not _surrogate_escape(text)
         pos = 0
         while pos < end:
             try:
                 obj, nxt = scan(text, pos)
                 if text[nxt] == "\n":
                     name, body = popitem(obj)
-                    # one key per field as written (json would keep a repeated key's
-                    # last value): else, or a possible surrogate escape, judged alone
-                    extra = count(_KEY_END, pos, nxt) - len(body) - 1
-                    if (not obj and (extra == 0 or extra == _chunk_keys(name, body))
-                            and not (sur and _surrogate_escape(text, pos, nxt))
+                    # As many keys as written (json keeps a repeated key's last value);
+                    # else judged alone: a PushContext (nested keys) always is.
+                    if (not obj and fast and count(key_end, pos, nxt) == len(body) + 1
                             and rh[name](body) is None):
                         pos = nxt + 1
                         continue
@@ -536,12 +535,6 @@ def _fold_lines(lines, graph: Graph, base: int, report: Report,
             _skip(report, start, name, e)
     graph.clock = clock
     return skipped, applied
-
-
-def _chunk_keys(name: str, body: dict) -> int:
-    """The keys inside a PushContext's chunk (the one op with a nested object), else -1."""
-    c = body.get("chunk") if name == "PushContext" else None
-    return len(c) if c.__class__ is dict else -1
 
 
 def _duplicate_reason(e: _Duplicate) -> str:
