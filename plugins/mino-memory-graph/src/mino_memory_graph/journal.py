@@ -254,22 +254,27 @@ class Journal:
         size = self.size()
         if size and os.pread(self.fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload
-        if seen is not None:
-            seen(payload)
         view = memoryview(payload)
         while view:
             n = os.write(self.fd, view)
             view = view[n:]
+        if seen is not None:  # after the write: a failed one must not be hashed
+            seen(payload)
         if fsync:
             os.fsync(self.fd)
         return self.size()
 
 
+RECORDED_TAIL = 16 << 20  # of .corrupt read for what is recorded (old files repeat a lot)
+
+
 def _recorded(fd: int) -> set:
-    """``(offset, raw)`` of every record already in an open ``.corrupt`` file."""
+    """``(offset, raw)`` of the records in the last ``RECORDED_TAIL`` bytes of an open
+    ``.corrupt`` file (a line recorded only before that is recorded once more)."""
     out = set()
     size = os.fstat(fd).st_size
-    data = os.pread(fd, size, 0) if size else b""
+    start = max(0, size - RECORDED_TAIL)
+    data = os.pread(fd, size - start, start) if size else b""
     for line in data.splitlines():
         try:
             r = json.loads(line)
