@@ -130,15 +130,17 @@ def test_memory_show_and_search_work_and_report_the_quarantine(tmp_path):
     home.mkdir()
     (home / "config.yaml").write_text("memory:\n  backend: graph\n")
     write(home / "graph" / "journal.jsonl", good_lines() + BAD)
-    show = _mino(home, "memory", "show", "1")
-    assert show.returncode == 0, show.stderr
-    assert "deploy port" in show.stdout and "Traceback" not in show.stderr
-    assert "6 bad journal line(s) skipped" in show.stderr
+    # before: search hit node 7 (the surrogate label) and died printing it
     found = _mino(home, "memory", "search", "deploy port", "--json")
     assert found.returncode == 0, found.stderr
+    assert "Traceback" not in found.stderr
     hits = json.loads(found.stdout)["results"]
-    assert hits and hits[0]["node"] == 1 and "Traceback" not in found.stderr
-    assert "bad journal line(s) skipped" in found.stderr
+    assert [h["node"] for h in hits][:1] == [1] and 7 not in [h["node"] for h in hits]
+    assert "6 bad journal line(s) skipped" in found.stderr
+    show = _mino(home, "memory", "show", "1")
+    assert show.returncode == 0, show.stderr
+    assert "deploy port" in show.stdout and "owner" not in show.stdout
+    assert "6 bad journal line(s) skipped" in show.stderr and "Traceback" not in show.stderr
 
 
 # --- item 15: a huge line, and .corrupt once per line ----------------------------------
