@@ -14,6 +14,8 @@ from typing import Any, Callable
 import click
 
 MAX_SEEDED_MEMORIES = 32
+# Settings a live run takes from the person's config.yaml (the case's own config wins).
+LIVE_KEYS = ("api", "max_output_tokens", "turn_budget", "models", "timeout")
 
 
 class CaseError(Exception):
@@ -179,6 +181,10 @@ def _run(case: Case, home: Path, project: Path, live: bool, api: str | None = No
                                    run.asked))
         try:
             config = load_config(home)
+            if live:  # the person's own limits and API for their server, under the case's config
+                for key, value in load_config_env().items():
+                    if key in LIVE_KEYS:
+                        config.setdefault(key, value)
             if api:
                 config["api"] = api
             agent = Agent(home=home, project_root=project, ui=ui, config=config,
