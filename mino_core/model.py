@@ -61,6 +61,10 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+class _NoInclude(Exception):
+    """The server refused ``include`` (encrypted reasoning): send without it from now on."""
+
+
 class _NoEndpoint(Exception):
     """404/405/501 from the endpoint: this server does not speak this API."""
 
@@ -104,6 +108,8 @@ class ModelClient:
         self.settings = settings
         self._client = None
         self._lock = threading.Lock()
+        # False once the server refused ``include: [reasoning.encrypted_content]``.
+        self.send_include = True
         _CLIENTS.add(self)
         self.api = "auto"
         self.max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
@@ -155,10 +161,16 @@ class ModelClient:
             request = dict(request, input=with_types(request["input"]))
         if self.max_output_tokens and "max_output_tokens" not in request:
             request = dict(request, max_output_tokens=self.max_output_tokens)
+        if not self.send_include and "include" in request:
+            request = {k: v for k, v in request.items() if k != "include"}
         attempts = max(1, self.settings.retries + 1)
         for attempt in range(attempts):
             try:
                 return self._once(request, ui, deadline)
+            except _NoInclude as exc:
+                log.warning("include_refused", error=str(exc))
+                self.send_include = False
+                return self.respond(request, ui, deadline)
             except _NoEndpoint as exc:
                 if self.api != "auto" or self.uses_chat:
                     raise ModelError(self._no_endpoint(str(exc))) from None
@@ -240,7 +252,7 @@ class ModelClient:
         except openai.RateLimitError as exc:
             raise _Retryable(_shown(exc), _retry_after(exc)) from None
         except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
+            raise self._status_error(exc, request) from None
         except openai.APITimeoutError:
             raise _Retryable("timed out") from None
         except openai.APIConnectionError as exc:
@@ -287,10 +299,12 @@ class ModelClient:
             log.warning("response_incomplete", reason=response.reason)
         return response
 
-    def _status_error(self, exc) -> Exception:
+    def _status_error(self, exc, request: dict[str, Any]) -> Exception:
         status = exc.status_code
         shown = _shown(exc)
         message = _server_message(exc)
+        if status == 400 and request.get("include") and re.search(r"include|encrypted", message, re.I):
+            return _NoInclude(shown)
         if status in (404, 405, 501) and "model" not in message.lower():
             return _NoEndpoint(shown)
         if status in (408, 409) or (status >= 500 and not (status == 500 and _NAMES_REQUEST.search(message))):

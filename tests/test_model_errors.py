@@ -97,3 +97,13 @@ def test_request_text_of_error_is_a_single_line(harness, scripted_server):
     h.turn("hi")
     assert "HTTP 422: line one line two" in h.notices
     assert request_text(scripted_server.requests[0])
+
+
+def test_a_server_refusing_include_is_asked_again_without_it(harness, scripted_server):
+    h = harness()
+    scripted_server.add({"fail": {"status": 400, "times": 1,
+                                  "message": "include: reasoning.encrypted_content is not supported"},
+                         "text": "one"}, {"text": "two"})
+    assert h.turn("hi").answer == "one"
+    assert h.turn("again").answer == "two"
+    assert [("include" in r) for r in scripted_server.requests] == [True, False, False]
