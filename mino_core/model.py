@@ -222,8 +222,12 @@ class ModelClient:
             # The client's generic POST with its raw-stream header: the body goes as built and
             # the response is not parsed, so openai's typed resources (and their pydantic
             # event models, ~230 ms to import) are never loaded.
-            return _Closing(client.post(path, cast_to=object, body=body,
-                                        options={"headers": {"X-Stainless-Raw-Response": "stream"}}))
+            options: dict[str, Any] = {"headers": {"X-Stainless-Raw-Response": "stream"}}
+            if deadline is not None:  # a server silent for longer than the budget left
+                left = max(1.0, deadline - time.monotonic())
+                if left < self.settings.timeout:
+                    options["timeout"] = openai.Timeout(left, connect=min(5.0, left))
+            return _Closing(client.post(path, cast_to=object, body=body, options=options))
 
         from .stream import DONE, events
 

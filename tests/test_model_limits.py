@@ -44,3 +44,12 @@ def test_an_answer_that_used_the_whole_cap_is_reported_cut(harness, scripted_ser
                         {"text": "short", "usage": {"output_tokens": 49}})
     assert h.turn("talk").reason == "max_output_tokens"
     assert h.turn("again").ended == "answer"
+
+
+def test_a_server_silent_past_the_budget_ends_the_turn(harness, scripted_server):
+    h = harness(config={"turn_budget": 1})
+    scripted_server.add({"text": "late", "delay": 2.5})
+    started = time.monotonic()
+    record = h.turn("hi")
+    assert time.monotonic() - started < 2.4
+    assert record.ended == "error" and "time budget" in record.reason
