@@ -229,6 +229,7 @@ class ModelClient:
                     options["timeout"] = openai.Timeout(left, connect=min(5.0, left))
             return _Closing(client.post(path, cast_to=object, body=body, options=options))
 
+        from .responses import StreamError
         from .stream import DONE, events
 
         ended = ""
@@ -265,12 +266,8 @@ class ModelClient:
                 raise ModelError(f"Cannot connect to the model server at {self.settings.base_url} "
                                  f"({_reason(cause)}). Is it running, and is base_url right?") from None
             raise _Retryable(f"connection failed: {type(cause).__name__}") from None
-        except Exception as exc:
-            from .responses import StreamError
-
-            if isinstance(exc, StreamError):
-                raise _Retryable(f"stream error: {exc}") from None
-            raise
+        except StreamError as exc:
+            raise _Retryable(f"stream error: {exc}") from None
         finally:
             if ui is not None:
                 ui.end_text()

@@ -119,3 +119,13 @@ def test_reasoning_is_dropped_cleanly_when_the_model_changes(harness, scripted_s
     assert [i["type"] for i in scripted_server.requests[-1]["input"]] == ["message"] * 3
     assert "enc_1" not in json.dumps(scripted_server.requests[-1])
     assert scripted_server.failures == []
+
+
+def test_a_stream_cut_after_text_arrived_is_kept_as_cut_not_regenerated(harness, scripted_server):
+    h = harness()
+    scripted_server.add({"text": "word " * 30, "drop": 1})
+    record = h.turn("talk")
+    assert len(scripted_server.requests) == 1
+    assert record.ended == "incomplete" and record.reason == "stream_ended"
+    assert record.answer.startswith("word") and h.transcript.count("Assistant>") == 1
+    assert "[Answer cut off: the connection closed before the response completed.]" in h.transcript
