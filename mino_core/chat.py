@@ -144,14 +144,34 @@ class Reader:
                     self.ui.text_delta(text)
             for call in delta.get("tool_calls") or []:
                 self._content = True
-                slot = self.calls.setdefault(int(call.get("index", len(self.calls))),
-                                             {"id": "", "name": "", "arguments": ""})
+                slot = self.calls.setdefault(self._call_index(call), {"id": "", "name": "", "arguments": ""})
                 function = call.get("function") or {}
                 slot["id"] = slot["id"] or str(call.get("id") or "")
                 slot["name"] = slot["name"] or str(function.get("name") or "")
                 slot["arguments"] += str(function.get("arguments") or "")
             if choice.get("finish_reason"):
                 self.final = {"finish_reason": choice["finish_reason"]}
+
+    def _call_index(self, call: dict[str, Any]) -> int:
+        """A call's slot: its ``index``; without one, a new slot for a new id, else the last."""
+        index = call.get("index")
+        if isinstance(index, int):
+            return index
+        known = {c["id"] for c in self.calls.values()}
+        if not self.calls or (call.get("id") and call["id"] not in known):
+            return max(self.calls, default=-1) + 1
+        return max(self.calls)
+
+    def feed_whole(self, body: dict[str, Any]) -> None:
+        """A server that ignored ``stream``: the whole ``chat.completion`` at once."""
+        choices = []
+        for choice in body.get("choices") or []:
+            if isinstance(choice, dict):
+                message = dict(choice.get("message") or {})
+                message["tool_calls"] = [dict(c, index=i) for i, c in enumerate(message.get("tool_calls") or [])]
+                choices.append({"index": choice.get("index", 0), "delta": message,
+                                "finish_reason": choice.get("finish_reason") or "stop"})
+        self.feed({"choices": choices, "usage": body.get("usage"), "error": body.get("error")})
 
     def response(self, *, status: str | None = None, reason: str = "") -> Response:
         items: list[dict[str, Any]] = [{"type": "message", "content": self.text}] if self.text else []

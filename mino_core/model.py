@@ -235,6 +235,10 @@ class ModelClient:
         ended = ""
         try:
             with open_stream() as raw:
+                if "json" in (raw.headers.get("content-type") or ""):
+                    # A server that ignored stream=True sent the whole answer as JSON.
+                    reader.feed_whole(_json_body(raw))
+                    return self._checked(request, self._finish(reader, "done"))
                 try:
                     for event in events(raw.iter_lines()):
                         if event == DONE:
@@ -271,7 +275,9 @@ class ModelClient:
         finally:
             if ui is not None:
                 ui.end_text()
-        response = self._finish(reader, ended)
+        return self._checked(request, self._finish(reader, ended))
+
+    def _checked(self, request: dict[str, Any], response: Response) -> Response:
         cap = request.get("max_output_tokens")
         used = response.usage.get("output_tokens") or response.usage.get("completion_tokens") or 0
         if response.status == "completed" and cap and isinstance(used, int) and used >= cap:
@@ -317,6 +323,16 @@ class ModelClient:
         """A request without tools whose text is the whole point (summaries, reflection)."""
         request = {"model": self.settings.model, "instructions": instructions, "input": input_items}
         return self.respond(request, ui=None).text
+
+
+def _json_body(raw) -> dict[str, Any]:
+    import json
+
+    try:
+        body = json.loads(raw.read())
+    except ValueError:
+        raise _Retryable("the server sent a body that is not JSON") from None
+    return body if isinstance(body, dict) else {}
 
 
 class _Closing:

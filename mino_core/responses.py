@@ -88,6 +88,16 @@ class Assembler:
             raise StreamError(str(event.get("message") or (event.get("error") or {}).get("message")
                                   or "error event"))
 
+    def feed_whole(self, body: dict[str, Any]) -> None:
+        """A server that ignored ``stream``: the whole response object at once."""
+        for item in body.get("output") or []:
+            if isinstance(item, dict) and item.get("type") == "message":
+                for part in item.get("content") or []:
+                    if isinstance(part, dict) and part.get("text"):
+                        self._show_text(id(item), str(part["text"]))
+        self._content = True
+        self.feed({"type": "response.completed", "response": body})
+
     def _show_text(self, index, delta: str) -> None:
         if self.ui is None or not delta:
             return

@@ -141,3 +141,28 @@ def test_auto_falls_back_to_chat_once_and_says_so(mino_home, project, monkeypatc
     assert [p.rsplit("/", 1)[-1] for p in server.paths] == ["responses", "completions", "completions"]
     assert h.notices.count("using chat completions for the rest of this run") == 1
     assert server.failures == []
+
+
+@pytest.mark.parametrize("deviate", ["no_stream", "no_call_ids"])
+def test_chat_server_deviations(chat, scripted_server, deviate):
+    h = chat()
+    (h.session.project_root / "a.txt").write_text("note text")
+    scripted_server.add({"text": "Reading.", "calls": [{"name": "note_read", "arguments": {"path": "a.txt"}}],
+                         "deviate": deviate},
+                        {"require": "note text", "text": "It says note text.", "deviate": deviate})
+    record = h.turn("read a.txt")
+    assert record.answer == "It says note text." and len(scripted_server.requests) == 2
+    assert [o.result.status.value for o in record.outcomes] == ["completed"]
+    assert "Assistant> Reading." in h.transcript
+    assert scripted_server.failures == []
+
+
+def test_chat_tool_call_chunks_without_index():
+    from mino_core.chat import Reader
+
+    reader = Reader()
+    for call in ({"id": "a", "function": {"name": "f", "arguments": '{"x"'}}, {"function": {"arguments": ": 1}"}},
+                 {"id": "b", "function": {"name": "g", "arguments": "{}"}}):
+        reader.feed({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+    assert [(c["call_id"], c["name"], c["arguments"]) for c in reader.response().calls] == [
+        ("a", "f", '{"x": 1}'), ("b", "g", "{}")]

@@ -52,7 +52,7 @@ def test_several_output_messages_keep_their_boundaries(harness, scripted_server,
     assert contents[1:3] == ["First part.", "Second part."]
 
 
-@pytest.mark.parametrize("deviate", ["deltas_only", "done_marker", "no_output_index",
+@pytest.mark.parametrize("deviate", ["deltas_only", "done_marker", "no_output_index", "no_stream",
                                      ["deltas_only", "done_marker", "no_output_index"]])
 def test_items_are_rebuilt_from_deltas_and_a_stream_without_completed_is_kept_once(
         harness, scripted_server, deviate, mino_home):

@@ -16,7 +16,8 @@ Each request to ``POST /v1/responses`` takes the next scripted answer. An answer
   ``"deltas_only"`` (no ``output_item.done``, an empty ``response.completed.output``),
   ``"done_marker"`` (no ``response.completed``; the stream ends with ``data: [DONE]``),
   ``"no_call_ids"`` (every ``call_id`` is ``""``), ``"no_output_index"`` (events name
-  their item only by ``item_id``, as llama.cpp's server does);
+  their item only by ``item_id``, as llama.cpp's server does), ``"no_stream"`` (the whole
+  answer as one JSON body although the request asked for a stream);
 - ``delay``: seconds to wait before each event (a slow model);
 - reasoning items carry ``encrypted_content`` when the request ``include``s it.
 
@@ -289,6 +290,29 @@ def _chat_chunks(entry: dict[str, Any], body: dict[str, Any], n: int):
                                             "total_tokens": words + out})
 
 
+def _chat_whole(entry: dict[str, Any], body: dict[str, Any], n: int) -> dict[str, Any]:
+    """One ``chat.completion`` (not streamed), built from the same chunks."""
+    message: dict[str, Any] = {"role": "assistant", "content": ""}
+    calls: dict[int, dict[str, Any]] = {}
+    finish, usage = "stop", None
+    for chunk in _chat_chunks(entry, dict(body, stream_options={"include_usage": True}), n):
+        usage = chunk.get("usage") or usage
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            message["content"] += delta.get("content") or ""
+            for call in delta.get("tool_calls") or []:
+                slot = calls.setdefault(call["index"], {"id": call.get("id"), "type": "function",
+                                                        "function": {"name": "", "arguments": ""}})
+                slot["function"]["name"] += (call.get("function") or {}).get("name") or ""
+                slot["function"]["arguments"] += (call.get("function") or {}).get("arguments") or ""
+            finish = choice["finish_reason"] or finish
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {"id": f"chatcmpl_{n}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "scripted"), "usage": usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+
+
 def _as_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -408,10 +432,13 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
             return self._json(status, {"error": {"message": message, "type": "scripted_error",
                                                  "code": None, "param": None}}, headers)
+        whole = "no_stream" in _as_list(value.get("deviate")) or not body.get("stream")
         if chat:
+            if whole:
+                return self._json(200, _chat_whole(value, body, self.scripted._counter))
             return self._chat_stream(kind, value, body)
         response = self.scripted.build_response(value, body)
-        if not body.get("stream"):
+        if whole:
             return self._json(200, response)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
