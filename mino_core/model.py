@@ -143,11 +143,17 @@ class ModelClient:
             if self._client is None:
                 import openai
 
+                extra: dict[str, Any] = {}
+                if self.settings.base_url.startswith("http://") and hasattr(openai, "DefaultHttpxClient"):
+                    # Plain HTTP (a local server) never uses TLS: skip loading the CA store
+                    # (20-30 ms), and follow no redirect, so nothing can lead it to https.
+                    extra["http_client"] = openai.DefaultHttpxClient(verify=False, follow_redirects=False)
                 self._client = openai.OpenAI(
                     api_key=self.settings.api_key,
                     base_url=self.settings.base_url,
                     timeout=openai.Timeout(self.settings.timeout, connect=5.0),
                     max_retries=0,
+                    **extra,
                 )
             return self._client
 
