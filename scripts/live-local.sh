@@ -61,7 +61,7 @@ turn() {  # turn API [--resume ID] PROMPT: one headless turn, timed; exit 1 (a c
   MINO_API=$api "$mino" "$@" > out.txt 2> err.txt || status=$?
   end=$(date +%s.%N)
   printf '%-9s %5.1f s  exit %s  %s\n' "$api" "$(echo "$end - $start" | bc)" "$status" \
-    "$(tr '\n' ' ' < out.txt | cut -c1-70)"
+    "$(grep 'Assistant>' out.txt | tail -1 | cut -c1-70)"
   if grep -q "Error:" err.txt; then cat err.txt; fi
 }
 last() { ls -t "$MINO_HOME/sessions" | head -1 | cut -d. -f1; }
