@@ -55,6 +55,8 @@ def build(home: Path, project: Path, n_nodes: int) -> None:
 class Session(SimpleNamespace):
     def notice(self, text):
         pass
+    def denied(self, name, arguments):
+        return None
 
 
 def one_turn(session, text: str, number: int, fail: bool) -> dict:

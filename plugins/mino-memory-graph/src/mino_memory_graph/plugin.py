@@ -237,6 +237,14 @@ def register_commands(group, context):
                     "matches replay" if c.get("matches_replay") else "DIFFERS from replay"))
             else:
                 click.echo(f"derived cache: stale ({c.get('reason')}); rebuilt on next open")
+            ix = rep.get("index") or {}
+            if not ix.get("used"):
+                click.echo(f"index: not used ({ix.get('note') or 'off'})")
+            elif ix.get("matches_replay"):
+                click.echo(f"index: {ix['path']} matches replay (offset {ix.get('offset')})")
+            else:
+                click.echo(f"index: DIFFERS from replay ({ix.get('difference')}); "
+                           "rebuilt on next open")
             click.echo("ok" if rep["ok"] else "problems found (see above)")
         if not rep["ok"]:
             raise SystemExit(1)

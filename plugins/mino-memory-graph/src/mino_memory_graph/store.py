@@ -20,6 +20,7 @@ shared lock just long enough to catch up.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from contextlib import contextmanager
@@ -214,7 +215,7 @@ class Store:
     """An open Mnemo journal with its graph, recall engine and derived cache."""
 
     def __init__(self, path: Path, *, scorer=None, embedder=None, fsync: bool = True,
-                 use_cache: bool = True):
+                 use_cache: bool = True, use_index: bool = True):
         self.path = Path(path)
         self.journal = Journal(self.path)
         self.cache_path = self.path.with_suffix(".cache")
@@ -233,13 +234,16 @@ class Store:
         self.cache_note = ""
         self.ops_since_cache = 0
         self._reset_hash()  # of journal bytes [0, _hashed): kept as the journal grows
+        self.use_index = use_index
+        self.index = None       # ``index.Index``: journal.index, kept in step (below)
+        self.index_note = ""
 
     # --- opening ------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: Path | str | None = None, *, home=None, config: dict | None = None,
              scorer=None, embedder=None, fsync: bool = True,
-             use_cache: bool = True) -> "Store":
+             use_cache: bool = True, use_index: bool | None = None) -> "Store":
         """Open (creating if needed) the journal and load it, from the cache when valid."""
         if path is None:
             path = resolve_journal_path(home, config)
@@ -252,8 +256,11 @@ class Store:
             if emb_cfg:
                 from .embed import embedder_from_config
                 embedder = embedder_from_config(emb_cfg, Path(path).parent / "embed")
+        if use_index is None:
+            use_index = str(gcfg.get("index", "on")).strip().lower() not in (
+                "off", "false", "no", "0")
         store = cls(Path(path), scorer=scorer, embedder=embedder, fsync=fsync,
-                    use_cache=use_cache)
+                    use_cache=use_cache, use_index=use_index)
         store._load()
         return store
 
@@ -293,6 +300,44 @@ class Store:
             before = self.report.ops
             self._catch_up()
             self.ops_since_cache = self.report.ops - before
+            if self.use_index:
+                self._open_index()
+
+    # --- the index (journal.index): in step with every append, under the same lock ----
+
+    def _open_index(self) -> None:
+        """Open (rebuilding when needed) the index; caller holds a journal lock."""
+        from .index import Index
+
+        try:
+            self.index = Index.open(self.journal, lock=False)
+            self.index_note = self.index.note
+        except (OSError, sqlite3.Error) as e:
+            self.index = None
+            self.index_note = f"not available: {e}"
+            log.warning("memory index %s not available: %s",
+                        self.path.with_suffix(".index"), e)
+
+    def _index_catch_up(self) -> None:
+        """Bring the index to the journal's end (caller holds a journal lock). A failure
+        costs only the index: it is rebuilt, or left for the next open."""
+        if self.index is None:
+            return
+        from .index import IndexInvalid
+
+        try:
+            self.index.catch_up()
+        except (IndexInvalid, sqlite3.DatabaseError) as e:
+            log.warning("memory index out of step (%s): rebuilding it", e)
+            try:
+                self.index.rebuild()
+                self.index_note = f"rebuilt: {e}"
+            except (OSError, sqlite3.Error) as e2:
+                self.index_note = f"not available: {e2}"
+                self.index.close()
+                self.index = None
+        except (OSError, sqlite3.Error) as e:
+            log.warning("memory index not updated: %s", e)
 
     def _catch_up(self) -> int:
         """Apply lines appended since ``offset`` (caller holds a lock). Returns ops read."""
@@ -339,6 +384,7 @@ class Store:
         self.offset = size
         self.report.merge(report)
         self.ops_since_cache += report.ops
+        self._index_catch_up()
         return report.ops + report.quarantined
 
     # --- the running hash of the journal (the derived cache's proof of its prefix) ---
@@ -387,6 +433,7 @@ class Store:
                             if seen is not None:
                                 self._hashed = self.offset
                             self.ops_since_cache += len(req.lines)
+                            self._index_catch_up()
             finally:
                 self._writing = False
 
@@ -523,14 +570,38 @@ class Store:
                                       matches_replay=same_graph(cg, prefix))
                 except _cache.CacheInvalid as e:
                     cache_info.update(valid=False, reason=str(e))
+            index_info = self._check_index(g)
         ok = replay_matches and rep.quarantined == 0 and rep.skipped == 0 and (
-            not cache_info["exists"] or cache_info.get("matches_replay", True))
+            not cache_info["exists"] or cache_info.get("matches_replay", True)) and (
+            index_info.get("matches_replay", True))
         return {"ok": ok, "journal": str(self.path), "bytes": self.offset,
                 "replay": rep.as_dict(), "replay_matches_live": replay_matches,
-                "cache": cache_info}
+                "cache": cache_info, "index": index_info}
+
+    def _check_index(self, replayed: Graph) -> dict:
+        """The index against a replay of the whole journal (caller holds a lock)."""
+        from .index import compare
+
+        info = {"path": str(self.path.with_suffix(".index")), "used": self.index is not None,
+                "note": self.index_note}
+        if self.index is None:
+            return info
+        try:
+            self.index.catch_up()
+            info["offset"] = self.index.offset
+            why = self.index.verify() or compare(self.index, replayed)
+        except Exception as e:  # noqa: BLE001 - a damaged index is a finding, not a crash
+            why = f"unreadable: {type(e).__name__}: {e}"
+        info["matches_replay"] = why is None
+        if why:
+            info["difference"] = why
+        return info
 
     def close(self) -> None:
         with self._mutex:
+            if self.index is not None:
+                self.index.close()
+                self.index = None
             self.journal.close()
             if self._engine is not None and hasattr(self._engine.scorer, "release"):
                 self._engine.scorer.release()

@@ -1,0 +1,210 @@
+"""The graph store's figures on an agent-like journal (bench/agent_journal.py), one run.
+
+    python bench/graph_store.py                 # 100,000 nodes (about 1M operations)
+    python bench/graph_store.py --quick         # 10,000 nodes
+    python bench/graph_store.py --nodes 1000000 --only index
+
+Every figure of issue 15's table, each measured in a fresh process (a cold start is one)
+with its CPU time (user + system of that process) beside its wall time, median of
+``--runs``:
+
+- ``replay``: open with no derived state (the old design's cold open; the index's rebuild)
+- ``open``: open with valid derived state (old: ``journal.cache``; new: ``journal.index``)
+- ``search``: ``mino memory search Q`` from the shell, beside ``mino --help`` (the floor)
+- ``turn``: memory work per turn through the real loop (``loop.begin/observe/end``), the
+  second turn included, and the agent process's resident memory after 20 turns
+- ``disk``: the derived state's size against the journal's
+
+The machine is shared: compare the ratios against the floor measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "plugins" / "mino-memory-graph" / "src"
+sys.path.insert(0, str(ROOT / "bench"))
+
+import agent_journal  # noqa: E402
+
+PY = sys.executable
+MINO = str(Path(PY).parent / "mino")
+
+# Runs in the child: prints {"wall", "cpu", "rss_mb", ...} as its last line.
+PRELUDE = f"""
+import json, resource, sys, time
+sys.path.insert(0, {str(SRC)!r})
+t0 = time.perf_counter(); c0 = time.process_time()
+def done(**extra):
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    rc = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps(dict(wall=time.perf_counter() - t0, cpu=time.process_time() - c0 + rc.ru_utime + rc.ru_stime,
+                          rss_mb=ru.ru_maxrss / 1024, **extra)))
+"""
+
+OPEN_OLD = """
+from mino_memory_graph.store import Store
+s = Store.open(sys.argv[1], use_cache=sys.argv[2] == "cache")
+done(ops=s.report.ops, from_cache=s.loaded_from_cache)
+"""
+
+OPEN_INDEX = """
+from mino_memory_graph.index import Index
+from mino_memory_graph.journal import Journal
+j = Journal(sys.argv[1])
+ix = Index.open(j, rebuild=sys.argv[2] != "cache", progress=False)
+done(ops=ix.ops_applied, rebuilt=ix.rebuilt)
+"""
+
+TURN = """
+from types import SimpleNamespace
+from pathlib import Path
+from mino_core import Status, ToolCall, ToolOutcome, ToolResult
+from mino_memory_graph import loop
+home, project = Path(sys.argv[1]), Path(sys.argv[2])
+class Session(SimpleNamespace):
+    def notice(self, text):
+        pass
+    def denied(self, name, arguments):
+        return None
+session = Session(id="b" * 32, home=home, project_root=project, config={}, state={},
+                  mode="manual")
+words = "deploy port fix the test run build error install config service pnpm cache".split()
+import random
+rnd = random.Random(5)
+turns = []
+for i in range(int(sys.argv[3])):
+    text = " ".join(rnd.choice(words) for _ in range(6))
+    turn = SimpleNamespace(session=session, user_text=text, number=i + 1, scratch={})
+    w, c = time.perf_counter(), time.process_time()
+    loop.begin(turn)
+    ok = ToolOutcome(ToolCall("c1", "read_file", {"path": "src/app.py"}),
+                     ToolResult(Status.COMPLETED, "print('hi')"), "allow")
+    loop.observe(ok, turn)
+    loop.end(SimpleNamespace(info=turn, outcomes=[ok], answer="Use pnpm and vite here.",
+                             ended="answer", requests=1, clean=True))
+    turns.append((time.perf_counter() - w, time.process_time() - c))
+done(turns=turns)
+"""
+
+
+def child(code: str, *args: str, env=None) -> dict:
+    out = subprocess.run([PY, "-c", PRELUDE + code, *args], capture_output=True, text=True,
+                         env=env, timeout=1800)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def timed_cmd(argv, env) -> dict:
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise RuntimeError(f"{argv} exited {p.returncode}: {p.stderr.read()[-500:]}")
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024}
+
+
+def med(rows: list[dict], *keys) -> dict:
+    return {k: round(statistics.median(r[k] for r in rows), 4) for k in keys}
+
+
+def figures(journal: Path, design: str, runs: int, turns: int) -> dict:
+    """Every figure for one design (``old``: Graph + journal.cache; ``index``)."""
+    out: dict = {"design": design}
+    tmp = Path(tempfile.mkdtemp(prefix=f"mino-store-{design}-"))
+    try:
+        home = tmp / "home"
+        (home / "graph").mkdir(parents=True)
+        jpath = home / "graph" / "journal.jsonl"
+        shutil.copyfile(journal, jpath)
+        size = jpath.stat().st_size
+        code = OPEN_OLD if design == "old" else OPEN_INDEX
+        derived = jpath.with_suffix(".cache" if design == "old" else ".index")
+        reps = []
+        for _ in range(max(1, runs // 2)):
+            derived.unlink(missing_ok=True)
+            reps.append(child(code, str(jpath), "none"))
+        ops = reps[0]["ops"]
+        out["replay"] = med(reps, "wall", "cpu", "rss_mb")
+        out["replay"]["ops"] = ops
+        out["replay"]["ops_per_s_wall"] = round(ops / out["replay"]["wall"])
+        out["replay"]["ops_per_s_cpu"] = round(ops / out["replay"]["cpu"])
+        if design == "old":
+            child("from mino_memory_graph.store import Store\n"
+                  "Store.open(sys.argv[1]).save_cache()\ndone()", str(jpath))
+        else:
+            child(code, str(jpath), "none")
+        out["open"] = med([child(code, str(jpath), "cache") for _ in range(runs)],
+                          "wall", "cpu", "rss_mb")
+        out["disk"] = {"journal_mb": round(size / 2**20, 1),
+                       "derived_mb": round(derived.stat().st_size / 2**20, 1),
+                       "ratio": round(derived.stat().st_size / size, 2)}
+        env = dict(os.environ, MINO_HOME=str(home))
+        env.pop("OPENAI_API_KEY", None)
+        if design == "index":
+            env["MINO_GRAPH_SEARCH"] = "index"
+        helps, searches = [], []
+        for _ in range(runs):
+            helps.append(timed_cmd([MINO, "--help"], env))
+            searches.append(timed_cmd([MINO, "memory", "search", "deploy port fix", "--k", "5"],
+                                      env))
+        out["help"] = med(helps, "wall", "cpu")
+        out["search"] = med(searches, "wall", "cpu", "rss_mb")
+        out["search"]["x_help_cpu"] = round(out["search"]["cpu"] / out["help"]["cpu"], 2)
+        out["search"]["x_help_wall"] = round(out["search"]["wall"] / out["help"]["wall"], 2)
+        if turns:
+            project = tmp / "project"
+            project.mkdir()
+            r = child(TURN, str(home), str(project), str(turns))
+            ts = r["turns"]
+            later = ts[1:]
+            out["turn"] = {
+                "first_wall_ms (opens the store)": round(ts[0][0] * 1000, 1),
+                "first_cpu_ms": round(ts[0][1] * 1000, 1),
+                "second_wall_ms": round(ts[1][0] * 1000, 1) if len(ts) > 1 else None,
+                "median_wall_ms": round(statistics.median(t[0] for t in later) * 1000, 2),
+                "median_cpu_ms": round(statistics.median(t[1] for t in later) * 1000, 2),
+                "max_wall_ms (after the first)": round(max(t[0] for t in later) * 1000, 1),
+                "rss_mb": round(r["rss_mb"], 1)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--nodes", type=int)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--only", choices=("old", "index"), action="append")
+    ap.add_argument("--journal", type=Path, help="reuse a generated journal")
+    args = ap.parse_args()
+    nodes = args.nodes or (10_000 if args.quick else 100_000)
+    tmp = Path(tempfile.mkdtemp(prefix="mino-agent-journal-"))
+    try:
+        journal = args.journal
+        if journal is None:
+            journal = tmp / "journal.jsonl"
+            print(json.dumps({"journal": agent_journal.write(journal, nodes)}), flush=True)
+        for design in args.only or ("old", "index"):
+            print(json.dumps({"nodes": nodes, **figures(journal, design, args.runs,
+                                                         args.turns)}), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

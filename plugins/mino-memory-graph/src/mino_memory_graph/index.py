@@ -1,0 +1,763 @@
+"""``journal.index``: the graph derived from the journal, in an embedded SQLite database.
+
+The journal stays the source of truth; this file holds what replaying it gives (nodes
+with their facts and log, edges, counters, clock, and an FTS5 lexical index of every
+live node's text), so that a process can open a store, answer a search or show a node
+without replaying the journal or building the graph in Python.
+
+What it records about the journal
+---------------------------------
+``meta.offset`` is the journal length it reflects. The prefix ``[0, offset)`` is proven
+by a list of SHA-256 digests, one per ``BLOCK`` (64 KiB) of it, plus the digest of the
+partial last block: the running hash, extended block by block as the journal grows
+(``root()`` folds them into one digest). Each update also records the journal's size,
+inode, mtime and ctime as it left them. Opening compares those: equal means nothing
+wrote the journal since, and the open costs no read of it; different (another program
+appended, a process died between its append and its index update, a hand edit) means
+every block is checked (``verify``, about 1.3 GB/s here), so an edit anywhere in the
+prefix is caught. A journal shorter than ``offset``, a block that disagrees, an unknown
+schema or a damaged database means a rebuild.
+
+Keeping up
+----------
+The index learns only from journal bytes, through the journal module's own reader
+(``journal.windows`` / ``journal._fold``), so its quarantine and skip decisions are the
+graph's. ``catch_up`` (caller holds a journal lock) applies whatever lies past
+``offset``, in one SQLite transaction that first re-reads ``offset`` (another process
+may have caught up meanwhile): a store calls it in the same exclusive lock as each
+append, and on open for whatever other processes wrote. A crash at any point leaves
+either the old transaction or the new one (SQLite's rollback journal), and the journal
+tail is applied again on the next open. ``synchronous=OFF``: a power loss may corrupt
+the file, which is then rebuilt; the journal itself is fsynced by its writer.
+
+Rebuild reads the journal a window (<= 1 MiB of whole lines) at a time and writes each
+window's nodes back before reading the next, so memory stays bounded whatever the
+journal's size; on a terminal it draws a progress bar on stderr.
+
+Layout (one row per node; ``facts``, ``tail`` as JSON)::
+
+    nodes(id, kind, area, label, deleted, useful, unhelpful, created_at, nlog,
+          facts  [[id, key, value, created_at, active, superseded_by], ...],
+          tail   {"t": last 3 log entries [kind, detail], "r": last 5 non-fact
+                  entries [at, kind, detail]},
+          context, body)          -- body: the node's hashing-v1 tokens, FTS5 content
+    log(node, seq, at, kind, detail)                  -- the whole log, clustered by node
+    edges(id, src, dst, kind, weight, valid_from, invalid_at, success, failure)
+    text USING fts5(body, content=nodes)              -- BM25 over node text
+    blocks(i, digest), meta(key, value)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+from . import journal as _journal
+from . import ops as _ops
+from .embed import tokenize
+from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
+                    PROJECT_PREFIX, ApplyError, f32, outcome_weight)
+
+SCHEMA = 1
+BLOCK = 1 << 16
+COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
+
+# node row, as held while a batch applies: a list indexed by these
+KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \
+    BODY, CHANGED, TEXT, PENDING = range(16)
+# edge row
+E_SRC, E_DST, E_KIND, E_W, E_FROM, E_INV, E_OK, E_BAD, E_CHANGED = range(9)
+
+_DDL = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE blocks(i INTEGER PRIMARY KEY, digest BLOB NOT NULL);
+CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, area TEXT, label TEXT,
+    deleted INTEGER, useful INTEGER, unhelpful INTEGER, created_at INTEGER,
+    nlog INTEGER, facts TEXT, tail TEXT, context TEXT, body TEXT);
+CREATE TABLE log(node INTEGER, seq INTEGER, at INTEGER, kind TEXT, detail TEXT,
+    PRIMARY KEY(node, seq)) WITHOUT ROWID;
+CREATE TABLE edges(id INTEGER PRIMARY KEY, src INTEGER, dst INTEGER, kind TEXT,
+    weight REAL, valid_from INTEGER, invalid_at INTEGER, success INTEGER, failure INTEGER);
+CREATE INDEX edges_src ON edges(src);
+CREATE INDEX edges_dst ON edges(dst);
+CREATE VIRTUAL TABLE text USING fts5(body, content=nodes, content_rowid=id,
+    tokenize='ascii');
+CREATE VIRTUAL TABLE terms USING fts5vocab(text, 'row');
+"""
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_loads = json.loads
+
+
+class IndexInvalid(Exception):
+    """The index cannot be used as it stands (missing, damaged, stale): rebuild it."""
+
+
+def body_of(kind: str, label: str, facts, t3) -> str:
+    """The FTS5 content of a node: the hashing-v1 tokens of its embedded text."""
+    return b" ".join(tokenize(text_of(kind, label, facts, t3))).decode("ascii")
+
+
+def text_of(kind: str, label: str, facts, t3) -> str:
+    """``Graph.node_text`` from a row: kind and label, active facts, last 3 log entries
+    newest first."""
+    parts = [f"{kind} {label}"]
+    parts.extend(f"{f[1]} {f[2]}" for f in facts if f[4])
+    parts.extend(f"{k} {d}" for k, d in reversed(t3))
+    return " ".join(parts)
+
+
+class _Sink:
+    """What ``journal._fold`` folds into: the twelve operations over SQLite rows, held
+    for one window and written back by ``flush``."""
+
+    def __init__(self, index: "Index"):
+        self.ix = index
+        self.db = index.db
+        self.nodes: dict = {}   # ``journal.bulk`` asks whether the graph is empty
+        self.edges: dict = {}
+        self.dirty: set = set()
+        self.rows: dict[int, list | None] = {}   # None: hard-deleted in this window
+        self.erows: dict[int, list] = {}
+        self.purged: list[tuple[int, str | None]] = []
+        self.indb: set[int] = set()  # rows read from the database in this window
+        m = index.counters()
+        self.next_node, self.next_edge, self.next_fact, self.clock = m
+        self.handlers, self._replay = _ops.bind(self, self._appliers())
+
+    def replay_handlers_for(self, track: bool) -> dict:
+        return self._replay
+
+    # --- rows ---------------------------------------------------------------------
+
+    def node(self, id: int) -> list | None:
+        rows = self.rows
+        if id in rows:
+            return rows[id]
+        r = self.db.execute(
+            "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
+            "facts, tail, context, body FROM nodes WHERE id=?", (id,)).fetchone()
+        if r is None:
+            return None
+        tail = _loads(r[9])
+        row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), tail["t"],
+               tail["r"], _loads(r[10]) if r[10] else None, r[11], False, False, None]
+        rows[id] = row
+        self.indb.add(id)
+        return row
+
+    def _need(self, id: int) -> list:
+        row = self.node(id)
+        if row is None:
+            raise ApplyError(f"node {id} missing")
+        return row
+
+    def edge(self, id: int) -> list | None:
+        er = self.erows.get(id)
+        if er is None:
+            r = self.db.execute(
+                "SELECT src, dst, kind, weight, valid_from, invalid_at, success, failure "
+                "FROM edges WHERE id=?", (id,)).fetchone()
+            if r is None:
+                return None
+            er = self.erows[id] = [*r, False]
+        return er
+
+    def _log(self, row: list, id: int, at: int, kind: str, detail: str) -> None:
+        seq = row[NLOG]
+        row[NLOG] = seq + 1
+        if row[PENDING] is None:
+            row[PENDING] = []
+        row[PENDING].append((id, seq, at, kind, detail))
+        t3 = row[T3]
+        t3.append([kind, detail])
+        if len(t3) > 3:
+            del t3[0]
+        if kind not in FACT_LOG_KINDS:
+            r5 = row[R5]
+            r5.append([at, kind, detail])
+            if len(r5) > 5:
+                del r5[0]
+        row[CHANGED] = row[TEXT] = True
+
+    # --- the twelve operations (``model._appliers``' rules, over rows) ------------
+
+    def _appliers(self) -> dict:
+        node, need, edge, log_ = self.node, self._need, self.edge, self._log
+        rows, erows = self.rows, self.erows
+
+        def create_node(id, kind, label, at):
+            if node(id) is not None:
+                raise ApplyError(f"node {id} exists")
+            row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], [], None,
+                   None, True, True, None]
+            rows[id] = row
+            log_(row, id, at, "created", "node created as " + label)
+            if id >= self.next_node:
+                self.next_node = id + 1
+
+        def add_fact(node_, fact_id, key, value, at):
+            row = need(node_)
+            row[FACTS].append([fact_id, key, value, at, 1, None])
+            log_(row, node_, at, "fact_added", f"{key}: {value}")
+            if fact_id >= self.next_fact:
+                self.next_fact = fact_id + 1
+
+        def supersede_fact(node_, old_fact, new_key, new_value, new_fact_id, at):
+            row = need(node_)
+            facts = row[FACTS]
+            target = None
+            same = []
+            for f in facts:
+                if target is None and f[0] == old_fact:
+                    target = f
+                elif f[4] and f[1] == new_key:
+                    same.append(f)
+            if target is None:
+                raise ApplyError(f"fact {old_fact} not on node {node_}")
+            target[4] = 0
+            target[5] = new_fact_id
+            for f in same:
+                f[4] = 0
+                f[5] = new_fact_id
+            facts.append([new_fact_id, new_key, new_value, at, 1, None])
+            if same:
+                detail = (f"{old_fact} (+{len(same)} other live '{new_key}') -> "
+                          f"{new_fact_id}: {new_value}")
+            else:
+                detail = f"{old_fact} -> {new_fact_id}: {new_value}"
+            log_(row, node_, at, "fact_superseded", detail)
+            if new_fact_id >= self.next_fact:
+                self.next_fact = new_fact_id + 1
+
+        def set_area(node_, area, at):
+            row = need(node_)
+            old = row[AREA]
+            row[AREA] = area
+            log_(row, node_, at, "area_set", f"{old} -> {area}")
+
+        def delete_node(node_, hard, at):
+            row = need(node_)
+            row[DELETED] = 1
+            log_(row, node_, at, "deleted", "hard=true" if hard else "hard=false")
+            if hard:
+                if node_ in self.indb:  # its rows on disk go at flush
+                    self.indb.discard(node_)
+                    self.purged.append((node_, row[BODY]))
+                rows[node_] = None
+
+        def link(id, src, dst, kind, at):
+            if node(src) is None:
+                raise ApplyError(f"node {src} missing")
+            if node(dst) is None:
+                raise ApplyError(f"node {dst} missing")
+            if edge(id) is not None:
+                raise ApplyError(f"edge {id} exists")
+            erows[id] = [src, dst, kind, 0.5, at, None, 0, 0, True]
+            if id >= self.next_edge:
+                self.next_edge = id + 1
+
+        def need_edge(id):
+            e = edge(id)
+            if e is None:
+                raise ApplyError(f"edge {id} missing")
+            e[E_CHANGED] = True
+            return e
+
+        def unlink(edge_, at):
+            need_edge(edge_)[E_INV] = at
+
+        def reweight(edge_, delta, at):
+            e = need_edge(edge_)
+            e[E_W] = min(max(f32(e[E_W] + f32(delta)), 0.0), 1.0)
+
+        def record_outcome(edge_, success, at):
+            e = need_edge(edge_)
+            if success:
+                e[E_OK] += 1
+            else:
+                e[E_BAD] += 1
+            e[E_W] = outcome_weight(e[E_W], success)
+
+        def push_context(to, chunk, at):
+            row = need(to)
+            ctx = row[CONTEXT] or []
+            ctx.append({"from": chunk["from"], "dim": chunk["dim"],
+                        "vec": list(chunk.get("vec", [])), "note": chunk["note"]})
+            row[CONTEXT] = ctx
+            row[CHANGED] = True
+
+        def commit_log(node_, kind, detail, at):
+            log_(need(node_), node_, at, kind, detail)
+
+        def record_usefulness(node_, useful, at):
+            row = need(node_)
+            row[USEFUL if useful else UNHELPFUL] += 1
+            row[CHANGED] = True
+
+        return {"CreateNode": create_node, "AddFact": add_fact,
+                "SupersedeFact": supersede_fact, "SetArea": set_area,
+                "DeleteNode": delete_node, "Link": link, "Unlink": unlink,
+                "Reweight": reweight, "RecordOutcome": record_outcome,
+                "PushContext": push_context, "CommitLog": commit_log,
+                "RecordUsefulness": record_usefulness}
+
+    # --- writing back -------------------------------------------------------------
+
+    def flush(self) -> None:
+        db = self.db
+        fts_del, fts_add, node_rows, logs = [], [], [], []
+        for id, old in self.purged:
+            db.execute("DELETE FROM nodes WHERE id=?", (id,))
+            db.execute("DELETE FROM log WHERE node=?", (id,))
+            if old is not None:
+                fts_del.append((id, old))
+        for id, row in self.rows.items():
+            if row is None or not row[CHANGED]:
+                continue
+            body = row[BODY]
+            if row[TEXT]:
+                if body is not None:
+                    fts_del.append((id, body))
+                body = None if row[DELETED] else body_of(row[KIND], row[LABEL], row[FACTS],
+                                                         row[T3])
+                if body is not None:
+                    fts_add.append((id, body))
+            node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
+                              row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
+                              _dumps(row[FACTS]), _dumps({"t": row[T3], "r": row[R5]}),
+                              _dumps(row[CONTEXT]) if row[CONTEXT] else None, body))
+            if row[PENDING]:
+                logs.extend(row[PENDING])
+        if fts_del:
+            db.executemany("INSERT INTO text(text, rowid, body) VALUES('delete', ?, ?)",
+                           fts_del)
+        if node_rows:
+            db.executemany("INSERT OR REPLACE INTO nodes VALUES "
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
+        if logs:
+            db.executemany("INSERT OR REPLACE INTO log VALUES (?,?,?,?,?)", logs)
+        if fts_add:
+            db.executemany("INSERT INTO text(rowid, body) VALUES(?, ?)", fts_add)
+        edges = [(id, *e[:E_CHANGED]) for id, e in self.erows.items() if e[E_CHANGED]]
+        if edges:
+            db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)", edges)
+        self.rows.clear()
+        self.erows.clear()
+        self.purged.clear()
+        self.indb.clear()
+
+
+class Index:
+    """An open ``journal.index`` (see the module docstring)."""
+
+    def __init__(self, journal, path: Path | None = None):
+        self.journal = journal
+        self.path = Path(path) if path else journal.path.with_suffix(".index")
+        self.db: sqlite3.Connection | None = None
+        self.offset = 0
+        self.rebuilt = False
+        self.ops_applied = 0
+        self.report = _journal.Report()
+        self.note = ""
+
+    # --- opening ------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, journal, path: Path | None = None, *, rebuild: bool = False,
+             progress: bool | None = None, lock: bool = True) -> "Index":
+        """Open the index of ``journal`` and bring it up to the journal's end (under a
+        shared journal lock unless ``lock`` is False: the caller holds one)."""
+        ix = cls(journal, path)
+        if lock:
+            with journal.locked(exclusive=False):
+                ix._open(rebuild, progress)
+        else:
+            ix._open(rebuild, progress)
+        return ix
+
+    def _open(self, rebuild: bool, progress) -> None:
+        try:
+            if rebuild:
+                raise IndexInvalid("rebuild asked for")
+            self._connect(create=False)
+            self._validate()
+            self.catch_up(progress=progress)
+            self.note = "valid"
+        except (IndexInvalid, sqlite3.DatabaseError) as e:
+            self.note = f"rebuilt: {e}"
+            self.rebuild(progress=progress)
+
+    def _connect(self, create: bool) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        if not create and not self.path.exists():
+            raise IndexInvalid("no index yet")
+        if create:
+            for p in (self.path, Path(str(self.path) + "-journal")):
+                try:
+                    p.unlink()
+                except FileNotFoundError:
+                    pass
+            os.close(_journal.open_private(self.path, os.O_RDWR))
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=60,
+                             check_same_thread=False)
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("PRAGMA cache_size=-16000")
+        db.execute("PRAGMA temp_store=MEMORY")
+        self.db = db
+        self._ino = os.stat(self.path).st_ino
+        if create:
+            db.executescript(_DDL)
+            db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema", SCHEMA), ("offset", 0), ("tail", b""), ("stat", ""),
+                ("next_node", 1), ("next_edge", 1), ("next_fact", 1),
+                ("clock", CLOCK_START), ("ops", 0), ("quarantined", 0), ("skipped", 0)])
+
+    def meta(self, key: str):
+        r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if r is None else r[0]
+
+    def counters(self) -> tuple[int, int, int, int]:
+        m = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN "
+                                 "('next_node','next_edge','next_fact','clock')"))
+        return m["next_node"], m["next_edge"], m["next_fact"], m["clock"]
+
+    def _validate(self) -> None:
+        """Cheap checks that the journal still extends what the index reflects."""
+        if self.meta("schema") != SCHEMA:
+            raise IndexInvalid(f"schema {self.meta('schema')!r}, not {SCHEMA}")
+        off = self.meta("offset")
+        size = self.journal.size()
+        if size < off:
+            raise IndexInvalid(f"the journal is shorter ({size} bytes) than the index "
+                               f"saw ({off})")
+        full = off // BLOCK
+        if self.db.execute("SELECT count(*) FROM blocks").fetchone()[0] != full:
+            raise IndexInvalid("block list incomplete")
+        if self.meta("stat") != self._stat():
+            # someone wrote the journal since this index last saw it (another program,
+            # a process that died before its index update, a hand edit): every block of
+            # the prefix is checked, so an edit anywhere in it is caught
+            why = self.verify()
+            if why:
+                raise IndexInvalid(why)
+        self.offset = off
+
+    def _stat(self) -> str:
+        """The journal's size, inode and change times: equal to what the last update
+        recorded means nothing touched the journal since."""
+        st = os.fstat(self.journal.fd)
+        return f"{st.st_size} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+    def _block(self, i: int) -> bytes:
+        r = self.db.execute("SELECT digest FROM blocks WHERE i=?", (i,)).fetchone()
+        return r[0] if r else b""
+
+    def _digest(self, a: int, b: int) -> bytes:
+        return hashlib.sha256(self.journal.read(a, b)).digest() if b > a else b""
+
+    def verify(self) -> str | None:
+        """Every block of the indexed prefix against the journal: None, or what differs."""
+        off = self.meta("offset")
+        for i, d in self.db.execute("SELECT i, digest FROM blocks ORDER BY i"):
+            if self._digest(i * BLOCK, (i + 1) * BLOCK) != d:
+                return f"journal block {i} (bytes {i * BLOCK}-{(i + 1) * BLOCK}) changed"
+        if self._digest(off // BLOCK * BLOCK, off) != self.meta("tail"):
+            return "the journal's last indexed bytes changed"
+        return None
+
+    def root(self) -> str:
+        """One digest of the whole indexed prefix (its block digests and tail, hashed)."""
+        h = hashlib.sha256()
+        for (d,) in self.db.execute("SELECT digest FROM blocks ORDER BY i"):
+            h.update(d)
+        h.update(self.meta("tail") or b"")
+        return h.hexdigest()
+
+    # --- keeping up ---------------------------------------------------------------
+
+    def rebuild(self, progress: bool | None = None) -> None:
+        """From the journal, afresh (caller holds a journal lock)."""
+        self._connect(create=True)
+        self.offset = 0
+        self.rebuilt = True
+        self.catch_up(progress=progress)
+
+    def catch_up(self, progress: bool | None = None) -> int:
+        """Apply the journal past ``offset`` (caller holds a journal lock); returns the
+        number of operations read. Safe against another process doing the same."""
+        j = self.journal
+        try:
+            replaced = os.stat(self.path).st_ino != self._ino
+        except FileNotFoundError:
+            raise IndexInvalid("the index file was removed") from None
+        if replaced:  # another process rebuilt it: use the new file
+            self._connect(create=False)
+            self._validate()
+        size = j.size()
+        if size == self.offset and self.meta("offset") == size:
+            return 0
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            start = self.meta("offset")
+            if size < start:
+                raise IndexInvalid("the journal shrank")
+            if start == size:
+                if self.meta("stat") != self._stat():
+                    db.execute("UPDATE meta SET value=? WHERE key='stat'", (self._stat(),))
+                db.execute("COMMIT")
+                self.offset = size
+                return 0
+            ops = self._fold(start, size, progress)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self.offset = size
+        return ops
+
+    def _fold(self, start: int, end: int, progress) -> int:
+        j, db = self.journal, self.db
+        sink = _Sink(self)
+        report = _journal.Report()
+        bad: list[dict] = []
+        whole = j.last_newline(start, end)
+        show = _Progress(start, end) if (progress or (
+            progress is None and end - start >= (32 << 20) and sys.stderr.isatty())) else None
+        since_commit = 0
+        pos = start
+        for off, piece in _journal.windows(j.read, start, end, bad):
+            _journal._fold(piece, sink, off, report, bad, False)
+            sink.flush()
+            pos = off + len(piece)
+            self._hash_blocks(pos)
+            since_commit += len(piece)
+            if since_commit >= COMMIT_BYTES and pos < end:
+                self._save_meta(sink, report, pos, bad)
+                db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+                report, bad, since_commit = _journal.Report(), [], 0
+            if show:
+                show.update(pos)
+        self._hash_blocks(end)
+        for b in bad:
+            if b["offset"] >= whole:
+                b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
+        self._save_meta(sink, report, end, bad)
+        if show:
+            show.done()
+        return self.ops_applied
+
+    def _save_meta(self, sink: _Sink, report, pos: int, bad: list) -> None:
+        report.quarantined += len(bad)
+        if bad:
+            report.bad.extend({"offset": b["offset"], "reason": b["reason"]}
+                              for b in bad[: _journal.Report.KEEP])
+            self.journal.quarantine(bad)
+        self.report.merge(report)
+        self.ops_applied += report.ops
+        full = pos // BLOCK
+        self.db.executemany("UPDATE meta SET value=? WHERE key=?", [
+            (pos, "offset"), (self._digest(full * BLOCK, pos), "tail"),
+            (self._stat() if pos == self.journal.size() else "", "stat"),
+            (sink.next_node, "next_node"), (sink.next_edge, "next_edge"),
+            (sink.next_fact, "next_fact"), (sink.clock, "clock")])
+        self.db.execute("UPDATE meta SET value=value+? WHERE key='ops'", (report.ops,))
+        self.db.execute("UPDATE meta SET value=value+? WHERE key='quarantined'",
+                        (report.quarantined,))
+        self.db.execute("UPDATE meta SET value=value+? WHERE key='skipped'",
+                        (report.skipped,))
+
+    def _hash_blocks(self, pos: int) -> None:
+        have = self.db.execute("SELECT count(*) FROM blocks").fetchone()[0]
+        full = pos // BLOCK
+        if full > have:
+            self.db.executemany("INSERT INTO blocks VALUES (?, ?)", (
+                (i, self._digest(i * BLOCK, (i + 1) * BLOCK)) for i in range(have, full)))
+
+    # --- reading ------------------------------------------------------------------
+
+    def row(self, id: int):
+        return self.db.execute(
+            "SELECT id, kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
+            "facts, tail, context FROM nodes WHERE id=?", (id,)).fetchone()
+
+    def exists(self, id: int) -> bool:
+        return self.row(id) is not None
+
+    def node_text(self, id: int) -> str | None:
+        r = self.row(id)
+        if r is None or r[4]:
+            return None
+        return text_of(r[1], r[3], _loads(r[9]), _loads(r[10])["t"])
+
+    def state_of(self, id: int) -> str:
+        """``Graph.state_of``, from the node's row."""
+        r = self.row(id)
+        if r is None:
+            raise KeyError(f"node {id} missing")
+        id, kind, area, label, _deleted, useful, unhelpful = r[:7]
+        facts, tail = _loads(r[9]), _loads(r[10])
+        context = _loads(r[11]) if r[11] else []
+        out = [f"[{kind}/{area}] {label} #{id}", "facts:"]
+        retired = 0
+        for f in facts:
+            if f[4]:
+                out.append(f"  - {f[1]}: {f[2]}")
+            else:
+                retired += 1
+        if retired:
+            noun = "value" if retired == 1 else "values"
+            out.append(f"  ({retired} earlier {noun} kept in history; "
+                       "only the facts above are current)")
+        out.append("recent log:")
+        for at, k, d in tail["r"]:
+            out.append(f"  [{at}] {k}: {d}")
+        out.append(f"context chunks: {len(context)}")
+        for c in context:
+            out.append(f"  <- #{c['from']} [dim {c['dim']}]: {c['note']}")
+        if useful or unhelpful:
+            out.append(f"usefulness votes: {useful} useful / {unhelpful} unhelpful")
+        return "\n".join(out) + "\n"
+
+    def history(self, id: int) -> dict:
+        r = self.row(id)
+        if r is None:
+            raise KeyError(f"node {id} missing")
+        facts = [{"id": f[0], "key": f[1], "value": f[2],
+                  "status": "active" if f[4] else "superseded", "created_at": f[3],
+                  "superseded_by": f[5]} for f in _loads(r[9])]
+        log = [{"at": a, "kind": k, "detail": d} for a, k, d in self.db.execute(
+            "SELECT at, kind, detail FROM log WHERE node=? ORDER BY seq", (id,))]
+        return {"node": id, "label": r[3], "kind": r[1], "area": r[2],
+                "deleted": bool(r[4]), "facts": facts, "log": log}
+
+    def edges_of(self, id: int) -> list[tuple]:
+        """Expansion edges touching ``id``: ``(id, src, dst, kind, weight, valid_from,
+        invalid_at, success, failure)`` by edge id."""
+        kinds = tuple(EXPANSION_KINDS)
+        q = ("SELECT * FROM edges WHERE {} = ? AND kind IN (?,?,?,?)")
+        rows = {r[0]: r for col in ("src", "dst")
+                for r in self.db.execute(q.format(col), (id, *kinds))}
+        return [rows[k] for k in sorted(rows)]
+
+    def lexical(self, query: str, k: int = 200, max_df: float = 0.2) -> list[tuple[int, float]]:
+        """Top ``k`` live nodes by FTS5 BM25 for the query's hashing-v1 tokens, best
+        first: ``[(node, bm25)]`` (SQLite's bm25 is negative; lower is better).
+
+        Tokens found in more than ``max_df`` of the nodes are dropped when a rarer one
+        remains, so a common word does not make the query read every posting."""
+        toks = list(dict.fromkeys(t.decode("ascii") for t in tokenize(query)))
+        if not toks:
+            return []
+        n = self.db.execute("SELECT count(*) FROM text_docsize").fetchone()[0] or 1
+        dfs = dict(self.db.execute(
+            f"SELECT term, doc FROM terms WHERE term IN ({','.join('?' * len(toks))})", toks))
+        present = [t for t in toks if t in dfs]
+        if not present:
+            return []
+        rare = [t for t in present if dfs[t] <= max_df * n]
+        use = rare or sorted(present, key=dfs.get)[:1]
+        match = " OR ".join(f'"{t}"' for t in use)
+        return self.db.execute(
+            "SELECT rowid, bm25(text) AS s FROM text WHERE text MATCH ? ORDER BY s LIMIT ?",
+            (match, k)).fetchall()
+
+    def counts(self) -> dict:
+        db = self.db
+        live = db.execute("SELECT count(*) FROM nodes WHERE deleted=0").fetchone()[0]
+        return {"nodes": live,
+                "soft_deleted": db.execute("SELECT count(*) FROM nodes WHERE deleted=1")
+                .fetchone()[0],
+                "edges": db.execute("SELECT count(*) FROM edges").fetchone()[0],
+                "offset": self.meta("offset"), "ops": self.meta("ops"),
+                "clock": self.meta("clock")}
+
+    def snapshot(self):
+        """Everything derived, in ``graph_snapshot``'s shape (for ``check``: compare
+        with a replay). Reads the whole index: a check, not a turn."""
+        nodes = {}
+        logs: dict[int, list] = {}
+        for node, at, kind, detail in self.db.execute(
+                "SELECT node, at, kind, detail FROM log ORDER BY node, seq"):
+            logs.setdefault(node, []).append((at, kind, detail))
+        for r in self.db.execute("SELECT * FROM nodes ORDER BY id"):
+            facts = tuple((f[0], f[1], f[2], f[3], bool(f[4]), f[5]) for f in _loads(r[9]))
+            ctx = tuple((c["from"], c["dim"], tuple(c["vec"]), c["note"])
+                        for c in (_loads(r[11]) if r[11] else []))
+            nodes[r[0]] = (r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7], facts,
+                           tuple(logs.get(r[0], ())), ctx)
+        edges = {r[0]: tuple(r[1:]) for r in self.db.execute("SELECT * FROM edges")}
+        return nodes, edges, self.counters()
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+def graph_snapshot(g):
+    """A replayed ``Graph`` in ``Index.snapshot``'s shape."""
+    nodes = {}
+    for id, n in g.nodes.items():
+        facts = tuple((f.id, f.key, f.value, f.created_at, bool(f.active), f.superseded_by)
+                      for f in n.facts)
+        ctx = tuple((c["from"], c["dim"], tuple(c["vec"]), c["note"]) for c in n.context)
+        nodes[id] = (n.kind, n.area, n.label, bool(n.deleted), n.useful, n.unhelpful,
+                     n.created_at, facts, tuple(tuple(e) for e in n.log), ctx)
+    edges = {id: (e.src, e.dst, e.kind, e.weight, e.valid_from, e.invalid_at, e.success,
+                  e.failure) for id, e in g.edges.items()}
+    return nodes, edges, (g.next_node, g.next_edge, g.next_fact, g.clock)
+
+
+def compare(ix: Index, g) -> str | None:
+    """None when the index holds exactly what replaying gave ``g``, else the first
+    difference, in words."""
+    a_nodes, a_edges, a_c = ix.snapshot()
+    b_nodes, b_edges, b_c = graph_snapshot(g)
+    if a_c != b_c:
+        return f"counters and clock {a_c} in the index, {b_c} in a replay"
+    for id in sorted(set(a_nodes) | set(b_nodes)):
+        if a_nodes.get(id) != b_nodes.get(id):
+            return f"node {id} differs"
+    for id in sorted(set(a_edges) | set(b_edges)):
+        if a_edges.get(id) != b_edges.get(id):
+            return f"edge {id} differs"
+    for id, n in g.nodes.items():
+        if ix.state_of(id) != g.state_of(id):
+            return f"node {id}'s state text differs"
+    return None
+
+
+class _Progress:
+    """``indexing memory journal  42% [#####     ] 120 MB`` on stderr, redrawn in place."""
+
+    def __init__(self, start: int, end: int):
+        self.start, self.end = start, end
+        self.last = 0.0
+
+    def update(self, pos: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1:
+            return
+        self.last = now
+        frac = (pos - self.start) / max(1, self.end - self.start)
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\rindexing memory journal {frac:4.0%} [{bar:<30}] "
+                         f"{pos / 2**20:.0f} / {self.end / 2**20:.0f} MB")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        sys.stderr.write("\r" + " " * 78 + "\r")
+        sys.stderr.flush()
+
+
+__all__ = ["Index", "IndexInvalid", "compare", "graph_snapshot", "text_of"]
