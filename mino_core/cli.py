@@ -123,10 +123,15 @@ def _host():
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", "mode", metavar="NAME", help="Permission mode: manual, accept-edits or bypass.")
 @click.option("--resume", "resume_id", metavar="ID", help="Continue the session with this id.")
+@click.option("-c", "--continue", "continue_", is_flag=True,
+              help="Continue the newest session of this project.")
+@click.option("--project", "switch", is_flag=True,
+              help="With --resume: work in the session's project folder without asking.")
 @click.option("-p", "--prompt", metavar="PROMPT", help="Run one turn headless and print the answer.")
 @click.option("-v", "--verbose", is_flag=True, help="Mirror the structured logs to stderr.")
+@click.version_option(package_name="mino-core", prog_name="mino", message="%(prog)s %(version)s")
 @click.pass_context
-def cli(ctx: click.Context, mode, resume_id, prompt, verbose):
+def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose):
     """mino: a terminal coding agent that remembers what you told it.
 
     Run without a command to start a session. Settings: OPENAI_API_KEY, MINO_BASE_URL
@@ -135,10 +140,34 @@ def cli(ctx: click.Context, mode, resume_id, prompt, verbose):
     """
     if ctx.invoked_subcommand is not None:
         return
-    sys.exit(_run(mode, resume_id, prompt, verbose))
+    if resume_id and continue_:
+        _fail("Use --resume ID or --continue, not both.")
+    sys.exit(_run(mode, resume_id, prompt, verbose, continue_, switch))
 
 
-def _run(mode, resume_id, prompt, verbose) -> int:
+def _terminal_ui(home: Path, holder: list):
+    """The UI and prompt reader for an interactive session on whatever the streams are:
+    prompt_toolkit and rich only on a terminal that wants them (see mino_core.terminal)."""
+    from .terminal import line_editing_wanted, styled_wanted
+    from .ui import TerminalUI
+
+    reader = None
+    styled = styled_wanted()
+    if line_editing_wanted():
+        from .repl import COMMANDS, project_sessions
+        from .terminal.input import PromptReader, SlashCompleter
+
+        completer = SlashCompleter(COMMANDS, lambda: project_sessions(holder[0]) if holder else [])
+        reader = PromptReader(home / "history", completer, styled=styled)
+    answer = reader.ask if reader is not None else input
+    if styled:
+        from .terminal.render import RichUI
+
+        return RichUI(read=answer), reader
+    return TerminalUI(read=answer), reader
+
+
+def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int:
     from .permissions import MODES, normalise_mode
 
     if mode is not None and normalise_mode(mode) is None:
@@ -146,14 +175,31 @@ def _run(mode, resume_id, prompt, verbose) -> int:
     from .agent import Agent, SessionNotFound
     from .config import ConfigError, home_dir
     from .session import project_root
-    from .ui import HeadlessUI, TerminalUI
+    from .ui import HeadlessUI
 
-    ui = HeadlessUI() if prompt is not None else TerminalUI()
+    holder: list = []
+    reader = None
+    if prompt is not None:
+        ui = HeadlessUI()
+    else:
+        ui, reader = _terminal_ui(home_dir(), holder)
     try:
         agent = Agent(home=home_dir(), project_root=project_root(), ui=ui, verbose=verbose)
+        holder.append(agent)
         mode = normalise_mode(mode) if mode else None
+        if continue_:
+            from .sessionlog import list_sessions
+
+            newest = list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
+            if newest:
+                resume_id = newest[0].id
+            else:
+                ui.notice("No session in this project yet; starting a new one.")
         if resume_id:
-            agent.resume(resume_id, mode)
+            from .repl import resume
+
+            if not resume(agent, resume_id, mode, switch=switch):
+                return 2
         else:
             agent.new_session(mode)
     except (ConfigError, SessionNotFound) as exc:
@@ -168,13 +214,20 @@ def _run(mode, resume_id, prompt, verbose) -> int:
         prewarm()
         record = run_turn(agent.session, prompt)
         return 0 if record.ended == "answer" else 1
-    try:
-        import readline  # noqa: F401 - line editing and history for input()
-    except ImportError:
-        pass
+    keys = None
+    if reader is None:
+        try:
+            import readline  # noqa: F401 - line editing for input()
+        except ImportError:
+            pass
+    if sys.stdin.isatty():
+        from .terminal.keys import EscWatcher
+
+        keys = EscWatcher(sys.stdin.fileno())
+        ui.keys = keys
     from .repl import repl
 
-    return repl(agent)
+    return repl(agent, reader.read if reader is not None else input, keys)
 
 
 @cli.command()
@@ -212,20 +265,24 @@ def plugins(as_json):
 
 
 @cli.command()
-def sessions():
-    """List saved sessions, newest first."""
+@click.option("--all", "every", is_flag=True, help="Every project's sessions, with their folder.")
+def sessions(every):
+    """List this project's sessions, newest first (mino --resume ID continues one)."""
     from .config import home_dir
+    from .session import project_root
     from .sessionlog import list_sessions
 
-    found = list_sessions(home_dir() / "sessions")
+    found = list_sessions(home_dir() / "sessions", None if every else project_root(), with_empty=False)
     if not found:
-        echo("No sessions yet.")
+        echo("No sessions yet." if every else
+             "No sessions in this project yet (mino sessions --all lists every project).")
     import datetime
 
     for s in found:
         when = datetime.datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M")
         title = " ".join(s.title.split())[:60]
-        echo(f"{s.id}  {when}  {s.turns:3} turn(s)  {title}")
+        where = f"  [{s.project or 'unknown project'}]" if every else ""
+        echo(f"{s.id}  {when}  {s.turns:3} turn(s)  {title}{where}")
 
 
 @cli.command()

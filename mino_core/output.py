@@ -20,6 +20,7 @@ REASONS = {
     "content_filter": "the service's content filter stopped it",
     "turn_budget": "the turn's time budget ran out",
     "stream_ended": "the connection closed before the response completed",
+    "interrupted": "the user interrupted it (Esc or Ctrl-C)",
 }
 
 

@@ -1,9 +1,13 @@
 """The interactive loop: the prompt, slash commands, and one turn per message."""
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+
+from . import confirm
 from .agent import Agent, SessionNotFound
 from .permissions import MODES, normalise_mode
-from .sessionlog import list_sessions
+from .sessionlog import list_sessions, recap, session_project
 from .turn import run_turn
 
 HELP = """\
@@ -14,7 +18,12 @@ Commands:
   /context        show how the context window is used
   /mode [NAME]    show or set the permission mode (manual, accept-edits, bypass)
   /help           this list
-  /exit           leave (Ctrl-D works too)"""
+  /exit           leave (Ctrl-D works too)
+Keys: Enter sends; Alt-Enter, Ctrl-J or a trailing \\ start a new line (a paste is one
+message). Esc or Ctrl-C stops a turn, also at a question. Ctrl-C clears the line; twice
+on an empty line leaves. Tab completes commands and /resume ids."""
+
+COMMANDS = ("/new", "/resume", "/compact", "/context", "/mode", "/help", "/exit", "/quit")
 
 
 def announce(agent: Agent) -> None:
@@ -29,7 +38,32 @@ def _read(prompt: str) -> str:
     return input(prompt)
 
 
-def repl(agent: Agent, read=_read) -> int:
+def project_sessions(agent: Agent) -> list[tuple[str, str]]:
+    """(id, title) of this project's other sessions with a turn, newest first (completion)."""
+    current = agent.session.id if agent.session else ""
+    return [(s.id, s.title) for s in list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
+            if s.id != current][:50]
+
+
+def _typed_ahead(keys, read, prompt: str):
+    """The next line, taking what was typed during the last turn first."""
+    typed = keys.take() if keys is not None else ""
+    if not typed:
+        return read(prompt)
+    if "\n" in typed:
+        line, _, rest = typed.partition("\n")
+        print(prompt + line, flush=True)
+        if rest:
+            keys._typed += rest.encode()
+        return line
+    if getattr(getattr(read, "__self__", None), "prefill", False):
+        return read(prompt, default=typed)  # prompt_toolkit: editable, as if typed there
+    print(prompt + typed, end="", flush=True)
+    return typed + read("")
+
+
+def repl(agent: Agent, read=_read, keys=None) -> int:
+    """``keys``: the Esc watcher (terminal.keys.EscWatcher) that runs during each turn."""
     announce(agent)
     # openai takes most of a second to import and tool plugins load their modules when
     # tools are first collected: do both while the person types the first line.
@@ -38,10 +72,10 @@ def repl(agent: Agent, read=_read) -> int:
     prewarm(agent.host.collect_tools)
     while True:
         try:
-            line = read("\nYou> ")
+            line = _typed_ahead(keys, read, "\nYou> ")
         except EOFError:
             agent.ui.line("")
-            return 0
+            return leave(agent)
         except KeyboardInterrupt:
             agent.ui.line("")
             continue
@@ -50,10 +84,13 @@ def repl(agent: Agent, read=_read) -> int:
             continue
         if text.startswith("/"):
             if handle_command(agent, text, read) == "exit":
-                return 0
+                return leave(agent)
             continue
         try:
-            run_turn(agent.session, line)
+            with keys if keys is not None else contextlib.nullcontext():
+                run_turn(agent.session, line)
+        except KeyboardInterrupt:  # after the turn's own handling (in after_turn hooks)
+            agent.ui.notice("Interrupted.")
         except Exception as exc:  # noqa: BLE001 - a bug must not end the session or lose it
             from .logs import get_logger
             from .turn import close_open_calls
@@ -62,6 +99,75 @@ def repl(agent: Agent, read=_read) -> int:
             close_open_calls(agent.session)
             agent.ui.notice(f"mino: internal error in this turn: {type(exc).__name__}: {exc}. "
                             "The session is saved; details are in the log under MINO_HOME/logs.")
+        finally:
+            agent.ui.idle()
+
+
+def leave(agent: Agent) -> int:
+    if agent.session is not None and agent.session.turns:
+        agent.ui.line(f"Resume with: mino --resume {agent.session.id}")
+    return 0
+
+
+def ask_yes(ui, question: str) -> bool:
+    """One yes/no question outside a tool call; no terminal (or Ctrl-C, Ctrl-D) is a no."""
+    from .ui import TerminalUI
+
+    if not isinstance(ui, TerminalUI):
+        ui.line(f"{question} n (no terminal to ask)")
+        return False
+    try:
+        return confirm.is_yes(ui._question(question))
+    except (EOFError, KeyboardInterrupt):
+        ui.line("")
+        return False
+
+
+def _same_folder(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def resume(agent: Agent, session_id: str, mode: str | None = None, switch: bool = False) -> bool:
+    """Resume ``session_id`` (an id or a unique prefix) and print a recap. A session of another
+    project says so and asks before the tools move there (``switch``: without asking).
+    Returns False when it was not resumed (said why); raises SessionNotFound."""
+    ui = agent.ui
+    wanted = session_id.strip().lower()
+    matches = [s for s in list_sessions(agent.sessions_dir) if s.id == wanted] or \
+        [s for s in list_sessions(agent.sessions_dir) if wanted and s.id.startswith(wanted)]
+    if len(matches) != 1:
+        raise SessionNotFound(f"No session {session_id!r}; `mino sessions` lists them.")
+    found = matches[0]
+    folder = session_project(found.path)
+    if folder and not _same_folder(folder, agent.project_root):
+        ui.line(f"Session {found.id} belongs to the project {folder}; this folder is "
+                f"{agent.project_root}.")
+        if not Path(folder).is_dir():
+            ui.notice(f"Not resumed: {folder} is not a folder any more.")
+            return False
+        if not switch and not ask_yes(ui, f"Resume it with the tools working in {folder}? [y/N]"):
+            ui.line(f"Not resumed. Run mino --resume {found.id} there, or add --project to "
+                    "start there from here.")
+            return False
+        agent.project_root = Path(folder).resolve()
+        agent.context.project_root = agent.project_root
+        ui.line(f"Project: {agent.project_root}")
+    agent.resume(found.id, mode)
+    show_recap(agent)
+    return True
+
+
+def show_recap(agent: Agent) -> None:
+    shown = recap(agent.session.log.records)
+    if not shown:
+        return
+    turns = sum(1 for role, _ in shown if role == "user")
+    agent.ui.line(f"Last {turns} exchange{'s' if turns != 1 else ''}:")
+    for role, text in shown:
+        agent.ui.line(f"  {'You' if role == 'user' else 'Assistant'}: {text}")
 
 
 def handle_command(agent: Agent, text: str, read=_read) -> str | None:
@@ -77,25 +183,29 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
         announce(agent)
     elif name == "/resume":
         if not arg:
-            sessions = [s for s in list_sessions(agent.sessions_dir) if s.id != agent.session.id][:20]
+            sessions = [s for s in list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
+                        if s.id != agent.session.id][:20]
             if not sessions:
-                ui.line("No other sessions to resume.")
+                ui.line("No other sessions in this project (mino sessions --all lists every project).")
                 return None
             for number, s in enumerate(sessions, 1):
-                ui.line(f"  {number:2}. {s.id}  {s.turns} turn(s)  {_title(s.title)}")
+                ui.line(f"  {number:2}. {s.id}  {_when(s.modified)}  {s.turns} turn(s)  {_title(s.title)}")
             try:
-                choice = read("Resume which? (number or id, empty to cancel) ").strip()
+                choice = _answer(ui, read, "Resume which? (number or id; Enter: 1; n: cancel)").strip()
             except (EOFError, KeyboardInterrupt):
+                ui.line("")
                 return None
-            if not choice:
+            if choice.lower() in ("n", "no", "q"):
                 return None
+            choice = choice or "1"
             arg = sessions[int(choice) - 1].id if choice.isdigit() and 0 < int(choice) <= len(sessions) else choice
         try:
-            agent.resume(arg)
+            resumed = resume(agent, arg)
         except SessionNotFound as exc:
             ui.notice(str(exc))
             return None
-        announce(agent)
+        if resumed:
+            announce(agent)
     elif name == "/mode":
         if not arg:
             ui.line(f"Permission mode: {agent.session.mode}. Modes: {', '.join(MODES)}.")
@@ -114,6 +224,21 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
     else:
         ui.notice(f"Unknown command {name}. /help lists the commands.")
     return None
+
+
+def _answer(ui, read, question: str) -> str:
+    """An answer to mino's own question: through the UI's question reader (never history)."""
+    from .ui import TerminalUI
+
+    if isinstance(ui, TerminalUI):
+        return ui._question(question)
+    return read(question + " ")
+
+
+def _when(stamp: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
 
 
 def _title(text: str) -> str:

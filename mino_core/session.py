@@ -149,7 +149,14 @@ class Session:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(project_root=self.project_root, home=self.home, session_id=self.id,
-                           mode=self.mode, config=self.config)
+                           mode=self.mode, config=self.config, progress=self.ui.tool_output)
+
+    def record_interruption(self) -> None:
+        """The person stopped the turn (Esc, Ctrl-C): what was shown of the answer goes in the
+        log as an answer cut off by the interruption, so the next request says what happened
+        (and a chat server still sees the roles alternate)."""
+        self.log.append({"type": "message", "role": "assistant",
+                         "content": self.ui.partial_answer(), "incomplete": "interrupted"})
 
     def instructions(self) -> str:
         """Base text, then SOUL.md, then the skills catalog; fixed for the session."""

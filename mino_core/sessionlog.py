@@ -146,10 +146,22 @@ class SessionSummary:
     modified: float
     title: str
     turns: int
+    project: str = ""  # the folder the session's tools worked in ("" in old logs)
+    created: float = 0.0
 
 
-def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
-    """Every session, newest first, with its first user message as a title."""
+def _same(a: str, b: Path) -> bool:
+    try:
+        return bool(a) and Path(a).resolve() == b.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def list_sessions(sessions_dir: Path, project: Path | None = None,
+                  with_empty: bool = True) -> list[SessionSummary]:
+    """Sessions, newest first, with their first user message as a title; only those of
+    ``project`` when given (and those that recorded no folder), and only those with a turn
+    unless ``with_empty``."""
     out = []
     try:
         entries = list(os.scandir(sessions_dir))
@@ -160,14 +172,58 @@ def list_sessions(sessions_dir: Path) -> list[SessionSummary]:
         if not name.endswith(".jsonl") or not is_id(name[:-6]):
             continue
         path = Path(entry.path)
-        title, turns = "", 0
+        title, turns, folder, created = "", 0, "", 0.0
         try:
             for record in read_records(path).records:
-                if record.get("type") == "message" and record.get("role") == "user":
+                kind = record.get("type")
+                if kind == "message" and record.get("role") == "user":
                     turns += 1
                     title = title or str(record.get("content", ""))
+                elif kind == "session" and not folder:
+                    folder = str(record.get("project") or "")
+                    value = record.get("created")
+                    created = float(value) if isinstance(value, (int, float)) else 0.0
+            modified = entry.stat().st_mtime
         except OSError:
             continue
-        out.append(SessionSummary(name[:-6], path, entry.stat().st_mtime, title, turns))
+        if not with_empty and not turns:
+            continue
+        # A log from before sessions recorded their folder could be anyone's: listed everywhere.
+        if project is not None and folder and not _same(folder, project):
+            continue
+        out.append(SessionSummary(name[:-6], path, modified, title, turns, folder, created))
     out.sort(key=lambda s: (-s.modified, s.id))
     return out
+
+
+def session_project(path: Path) -> str:
+    """The project folder recorded in a session's header ("" when none)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+        record = json.loads(first.decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return ""
+    return str(record.get("project") or "") if isinstance(record, dict) else ""
+
+
+def recap(records: list[dict[str, Any]], exchanges: int = 3, width: int = 200) -> list[tuple[str, str]]:
+    """The last ``exchanges`` user messages and the answers after them, each clipped to
+    ``width`` characters on one line: ``[(role, text)]``, oldest first. Not escaped."""
+    shown: list[tuple[str, str]] = []
+    for record in records:
+        if record.get("type") != "message":
+            continue
+        role = str(record.get("role", ""))
+        text = " ".join(str(record.get("content", "")).split())
+        if record.get("incomplete") == "interrupted":
+            text = (text + " [interrupted]").strip()
+        if role == "user" or (role == "assistant" and text):
+            if role == "assistant" and shown and shown[-1][0] == "assistant":
+                shown[-1] = ("assistant", (shown[-1][1] + " " + text).strip())
+            else:
+                shown.append((role, text))
+    starts = [k for k, (role, _) in enumerate(shown) if role == "user"]
+    if len(starts) > exchanges:
+        shown = shown[starts[-exchanges]:]
+    return [(role, text if len(text) <= width else text[: width - 3] + "...") for role, text in shown]

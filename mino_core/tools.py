@@ -90,6 +90,9 @@ class ToolContext:
     seen: Any = None
     # True when the call was previewed (asked or shown), so `seen` is meaningful.
     previewed: bool = False
+    # Output as it arrives, for the screen only (``progress(text)``); the model still gets
+    # the result. None where nothing is shown live (a pipe, evals).
+    progress: Callable[[str], None] | None = None
 
     def section(self, name: str) -> dict[str, Any]:
         """A plugin's own section of config.yaml (an empty dict when absent)."""

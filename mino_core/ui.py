@@ -35,6 +35,9 @@ class UI:
         self.err = err or sys.stderr
         self._in_text = False
         self._in_reasoning = False
+        # The answer text shown since the last request was sent: kept in the log as a
+        # partial answer when the turn is interrupted (Session.record_interruption).
+        self._shown: list[str] = []
 
     def _write(self, text: str) -> None:
         self.out.write(text)
@@ -48,7 +51,24 @@ class UI:
         self._in_text = True
 
     def text_delta(self, delta: str) -> None:
+        self._shown.append(delta)
         self._write(_safe(delta))
+
+    def waiting(self, what: str) -> None:
+        """mino now waits for ``what`` (a request was sent): a status line where the
+        terminal has one. A new request starts a new answer."""
+        self._shown = []
+
+    def idle(self) -> None:
+        """The turn is over: no status line."""
+
+    def tool_output(self, text: str) -> None:
+        """Output of a running tool as it arrives (Bash); the result follows as usual.
+        The plain transcript shows only the result."""
+
+    def partial_answer(self) -> str:
+        """The answer text shown since the last request (not yet in the log)."""
+        return "".join(self._shown)
 
     def reasoning_delta(self, delta: str) -> None:
         if not self._in_reasoning:
@@ -64,6 +84,7 @@ class UI:
 
     def tool_call(self, name: str) -> None:
         self.end_text()
+        self._shown = []  # the answer before a call is in the log with the call
         self._write(f"[Tool: {confirm.escape(name)}]\n")
 
     def show(self, text: str) -> None:
@@ -93,10 +114,64 @@ class UI:
 
 
 class TerminalUI(UI):
+    """Plain text on a terminal (or a pipe). ``read`` answers questions; Ctrl-C or Esc at a
+    question stops the turn (KeyboardInterrupt), Ctrl-D is a no. Where stderr is a
+    terminal that can erase a line, a status line shows what mino waits for."""
+
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None,
-                 read: Callable[[str], str] | None = None):
+                 read: Callable[[str], str] | None = None, status: bool | None = None):
         super().__init__(out, err)
         self._read = read or input
+        if status is None:
+            from .terminal import status_wanted
+
+            status = status_wanted(self.err)
+        self.spinner = None
+        if status:
+            from .terminal.spinner import Spinner
+
+            self.spinner = Spinner(self.err)
+        # Set by the REPL while a turn runs on a terminal: paused for each question.
+        self.keys = None
+
+    def _write(self, text: str) -> None:
+        if self.spinner is not None:
+            self.spinner.stop()
+        super()._write(text)
+
+    def waiting(self, what: str) -> None:
+        super().waiting(what)
+        if self.spinner is not None:
+            self.spinner.start(f"Waiting for {what}")
+
+    def idle(self) -> None:
+        if self.spinner is not None:
+            self.spinner.stop()
+
+    def tool_call(self, name: str) -> None:
+        super().tool_call(name)
+        self._running = f"Running {confirm.escape(name)}"
+        if self.spinner is not None:
+            self.spinner.start(self._running)
+
+    def show(self, text: str) -> None:
+        super().show(text)
+        if self.spinner is not None:
+            self.spinner.start(getattr(self, "_running", "Running the tool"))
+
+    def notice(self, text: str) -> None:
+        if self.spinner is None:
+            return super().notice(text)
+        with self.spinner.pause():
+            super().notice(text)
+
+    def _question(self, question: str) -> str:
+        import contextlib
+
+        self.idle()
+        paused = self.keys.paused() if self.keys is not None else contextlib.nullcontext()
+        with paused:
+            return self._read(question + " ")
 
     def ask(self, text: str, full: str = "", hidden_lines: int = 0) -> bool:
         if text:
@@ -104,14 +179,20 @@ class TerminalUI(UI):
         question = confirm.question(hidden_lines, bool(full))
         while True:
             try:
-                answer = self._read(question + " ")
-            except (EOFError, KeyboardInterrupt):
+                answer = self._question(question)
+            except EOFError:
                 self._write("\n")
                 return False
+            except KeyboardInterrupt:
+                self._write("\n")
+                raise
             if full and answer.strip().lower() in confirm.VIEW_ANSWERS:
                 self._write(confirm.framed(full) + "\n")
                 continue
-            return confirm.is_yes(answer)
+            yes = confirm.is_yes(answer)
+            if yes and self.spinner is not None:
+                self.spinner.start(getattr(self, "_running", "Running the tool"))
+            return yes
 
 
 class HeadlessUI(UI):

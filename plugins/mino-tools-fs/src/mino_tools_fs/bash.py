@@ -5,6 +5,7 @@ timeout kills everything it started, not just the shell.
 """
 from __future__ import annotations
 
+import codecs
 import os
 import shutil
 import signal
@@ -81,28 +82,33 @@ class _Collector:
 
 
 def run_command(command: str, cwd: Path, timeout: float, cap: int, box: sandbox.Sandbox | None,
-                box_view: "sandbox.View | Callable[[], sandbox.View] | None" = None) -> Outcome:
+                box_view: "sandbox.View | Callable[[], sandbox.View] | None" = None,
+                progress: "Callable[[str], None] | None" = None) -> Outcome:
     """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given, seeing ``box_view``,
-    or a callable making it, called once the project's placeholders are held)."""
+    or a callable making it, called once the project's placeholders are held). ``progress``
+    gets the output as it arrives, for the screen (the Outcome still holds it, capped)."""
     if box is None:
-        return _run(["/bin/sh", "-c", command], cwd, timeout, cap, sandbox.scrubbed_env())
+        return _run(["/bin/sh", "-c", command], cwd, timeout, cap, sandbox.scrubbed_env(), progress)
     with sandbox.placeholders_held(cwd) as held:
         view = box_view() if callable(box_view) else box_view or sandbox.view(cwd)
         if box.kind == "bubblewrap":
             held.append(view)
             return _run(box.wrap(["/bin/sh", "-c", command], cwd, None, view), cwd, timeout, cap,
-                        sandbox.scrubbed_env())
+                        sandbox.scrubbed_env(), progress)
     # sandbox-exec: no private /tmp there, so a fresh folder instead
     private_tmp = Path(tempfile.mkdtemp(prefix="mino-bash-"))
     env = {**sandbox.scrubbed_env(), "TMPDIR": str(private_tmp)}
     try:
-        return _run(box.wrap(["/bin/sh", "-c", command], cwd, private_tmp, view), cwd, timeout, cap, env)
+        return _run(box.wrap(["/bin/sh", "-c", command], cwd, private_tmp, view), cwd, timeout, cap, env,
+                    progress)
     finally:
         shutil.rmtree(private_tmp, ignore_errors=True)
 
 
-def _run(argv: list[str], cwd: Path, timeout: float, cap: int, env: dict[str, str]) -> Outcome:
+def _run(argv: list[str], cwd: Path, timeout: float, cap: int, env: dict[str, str],
+         progress: "Callable[[str], None] | None" = None) -> Outcome:
     collector = _Collector(cap)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -110,6 +116,11 @@ def _run(argv: list[str], cwd: Path, timeout: float, cap: int, env: dict[str, st
         assert proc.stdout is not None
         for chunk in iter(lambda: proc.stdout.read1(65536), b""):
             collector.feed(chunk)
+            if progress is not None:
+                try:
+                    progress(decoder.decode(chunk))
+                except Exception:  # noqa: BLE001 - the screen must not stop the command
+                    pass
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
@@ -186,7 +197,7 @@ def run(args: dict, ctx: ToolContext) -> ToolResult:
     timeout = float(args.get("timeout") or settings.timeout)
     box = _box(ctx)
     outcome = run_command(args["command"], project_real(ctx.project_root), timeout, settings.cap, box,
-                          lambda: view_for(ctx))
+                          lambda: view_for(ctx), getattr(ctx, "progress", None))
     return report(outcome, timeout, settings.cap)
 
 
