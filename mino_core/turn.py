@@ -103,6 +103,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
             requests += 1
             session.state["last_request"] = request
             started = time.monotonic()
+            session.ui.waiting("the model")
             try:
                 response = session.client.respond(request, session.ui, deadline=started + budget - model_time)
             finally:
@@ -151,6 +152,7 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
     except KeyboardInterrupt:
         ended = "interrupted"
         close_open_calls(session)
+        session.record_interruption()
         session.ui.notice("Interrupted.")
     end = {"type": "turn_end", "ended": ended, "requests": requests}
     if reason:
