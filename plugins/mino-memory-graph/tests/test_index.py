@@ -1,0 +1,275 @@
+"""journal.index: the derived graph in SQLite agrees with a replay, keeps up, rebuilds."""
+import os
+import random
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mino_memory_graph.index import Index, compare
+from mino_memory_graph.journal import Journal
+from mino_memory_graph.model import Graph
+from mino_memory_graph.journal import Report, fold_range
+from mino_memory_graph.store import Store
+
+HERE = Path(__file__).resolve().parent
+
+
+def replayed(path: Path) -> Graph:
+    j = Journal(path)
+    g = Graph()
+    fold_range(j.read, 0, j.size(), g, Report(), [])
+    j.close()
+    return g
+
+
+def busy_store(path: Path, seed: int = 1, requests: int = 60, **kw) -> Store:
+    """A store after every kind of operation, the awkward cases included."""
+    s = Store.open(path, fsync=False, use_cache=False, **kw)
+    rnd = random.Random(seed)
+    with s.write() as r:
+        proj = r.create_node("Entity", "project dir:/p")
+        user = r.create_node("Entity", "user preferences", area="Semantic")
+    nodes, edges = [proj, user], []
+    for i in range(requests):
+        with s.write() as r:
+            n = r.create_node(rnd.choice(["Aspect", "TaskEpisode", "Harness"]),
+                              f"helm rollback {i} café")
+            nodes.append(n)
+            r.fact(n, "summary", f"value {i} pnpm deploy")
+            r.fact(n, "summary", f"value {i} superseded")      # SupersedeFact
+            r.fact(n, "tag", "a", append=True)
+            r.fact(n, "tag", "b", append=True)                  # two live 'tag'
+            if i % 4 == 0:
+                r.fact(n, "tag", "c")                           # retires both
+            e = r.link(n, proj, "PartOf")
+            edges.append(e)
+            f = r.link(rnd.choice(nodes), n, "SuppliesContext")
+            r.record_outcome(f, i % 3 != 0)
+            r.reweight(e, -0.2)
+            r.commit_log(n, "tool_call", f"Bash(ls {i}): ok")
+            r.mark_useful(n, i % 2 == 0)
+            if i % 7 == 3:
+                r.set_area(n, "Salience")
+            if i % 9 == 5:
+                r.unlink(rnd.choice(edges))
+            if i % 11 == 6:
+                r.push_context(n, proj, "a note", dim=2, vec=[0.5, 0.25])
+            if i % 13 == 7:
+                r.delete(rnd.choice(nodes[2:]), hard=False)
+            if i % 17 == 9:
+                victim = rnd.choice(nodes[2:])
+                r.delete(victim, hard=True)
+                nodes.remove(victim)
+    return s
+
+
+def test_index_agrees_with_replay_after_every_kind_of_operation(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = busy_store(path)
+    assert s.index is not None and s.index.offset == path.stat().st_size
+    assert compare(s.index, replayed(path)) is None
+    # node by node, what the model reads is the same text
+    for id in list(s.graph.nodes)[:40]:
+        assert s.index.state_of(id) == s.graph.state_of(id)
+        assert s.index.node_text(id) == s.graph.node_text(id)
+        assert s.index.history(id) == s.graph.history(id)
+    rep = s.check()
+    assert rep["ok"] and rep["index"]["matches_replay"], rep["index"]
+    s.close()
+    # a rebuild from the journal gives the same index
+    j = Journal(path)
+    ix = Index.open(j, rebuild=True)
+    assert ix.rebuilt and compare(ix, replayed(path)) is None
+    assert stat.S_IMODE(os.stat(ix.path).st_mode) == 0o600
+    ix.close()
+    j.close()
+
+
+def test_compare_finds_a_difference(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = busy_store(path, requests=5)
+    s.index.db.execute("UPDATE nodes SET label='tampered' WHERE id=3")
+    assert "node 3" in compare(s.index, replayed(path))
+    assert not s.check()["ok"]
+    s.close()
+
+
+def test_bad_lines_and_unappliable_ops_are_the_graphs_decisions(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = busy_store(path, requests=3)
+    s.close()
+    with open(path, "ab") as fh:
+        fh.write(b'garbage\n{"AddFact":{"node":999,"fact_id":5000,"key":"k","value":"v",'
+                 b'"at":1}}\n{"CommitLog":{"node":1,"kind":"x","detail":"y","kind":"z",'
+                 b'"at":2}}\n')
+    j = Journal(path)
+    ix = Index.open(j)
+    assert ix.report.quarantined == 2 and ix.report.skipped == 1
+    assert compare(ix, replayed(path)) is None
+    ix.close()
+    j.close()
+
+
+def test_foreign_appends_are_caught_up_from_the_tail(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = busy_store(path, requests=10)
+    before = s.index.meta("ops")
+    # another program appends without any index (Mnemo itself, or an older mino)
+    other = Store.open(path, fsync=False, use_cache=False, use_index=False)
+    with other.write() as r:
+        n = r.create_node("Aspect", "zanzibar deploy port")
+        r.fact(n, "port", "8081")
+    other.close()
+    s.refresh()
+    assert s.index.meta("ops") == before + 2
+    assert [row[0] for row in s.index.lexical("zanzibar")] == [n]
+    assert compare(s.index, replayed(path)) is None
+    s.close()
+    # a fresh open finds the index current and reads no journal byte twice
+    t = Store.open(path, use_cache=False)
+    assert t.index.note == "valid" and not t.index.rebuilt and t.index.ops_applied == 0
+    t.close()
+
+
+def test_two_indexes_on_one_file_apply_each_op_once(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = busy_store(path, requests=5)
+    j2 = Journal(path)
+    ix2 = Index.open(j2)   # the same journal.index, a second connection
+    with s.write() as r:
+        r.create_node("Aspect", "one more")
+    with j2.locked(exclusive=False):
+        assert ix2.catch_up() == 0  # the writer's update is already in the file
+    assert compare(ix2, replayed(path)) is None
+    ix2.close()
+    j2.close()
+    s.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "missing", "schema"])
+def test_a_damaged_or_missing_index_is_rebuilt(tmp_path, damage):
+    path = tmp_path / "journal.jsonl"
+    busy_store(path, requests=8).close()
+    ipath = path.with_suffix(".index")
+    if damage == "garbage":
+        ipath.write_bytes(b"this is not a database" * 100)
+    elif damage == "truncated":
+        data = ipath.read_bytes()
+        ipath.write_bytes(data[: len(data) // 3])
+    elif damage == "missing":
+        ipath.unlink()
+    else:
+        db = sqlite3.connect(ipath)
+        db.execute("UPDATE meta SET value=99 WHERE key='schema'")
+        db.commit()
+        db.close()
+    s = Store.open(path, use_cache=False)
+    assert s.index is not None and s.index.rebuilt, s.index_note
+    assert s.check()["ok"]
+    s.close()
+
+
+def test_a_same_length_edit_mid_journal_rebuilds_the_index(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = Store.open(path, fsync=False, use_cache=False)
+    with s.write() as r:
+        n = r.create_node("Aspect", "contact")
+        r.fact(n, "phone", "555-0100")
+    for i in range(3000):  # enough journal for the edit to sit mid-way
+        with s.write() as r:
+            r.commit_log(n, "tool_call", f"Bash(echo {i} padding padding padding): ok")
+    s.close()
+    data = path.read_bytes()
+    at = data.index(b"555-0100")
+    path.write_bytes(data[:at] + b"xxxxxxxx" + data[at + 8:])
+    t = Store.open(path, use_cache=False)
+    assert t.index.rebuilt and "changed" in t.index_note
+    assert "555-0100" not in t.index.state_of(n)
+    assert t.index.lexical("555") == [] and t.check()["ok"]
+    t.close()
+
+
+def test_a_shorter_journal_rebuilds_the_index(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    busy_store(path, requests=8).close()
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b"\n", 0, len(data) // 2) + 1])
+    s = Store.open(path, use_cache=False)
+    assert s.index.rebuilt and "shorter" in s.index_note
+    assert compare(s.index, replayed(path)) is None
+    s.close()
+
+
+def test_lexical_finds_by_rare_word_and_never_a_deleted_node(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    s = Store.open(path, fsync=False, use_cache=False)
+    with s.write() as r:
+        a = r.create_node("Aspect", "ingress annotation")
+        b = r.create_node("Aspect", "ingress controller crash")
+        for i in range(20):
+            r.create_node("Aspect", f"ingress filler {i}")
+    hits = [row[0] for row in s.index.lexical("why does the ingress controller crash", 5)]
+    assert hits[0] == b
+    assert a not in s.index.lexical("controller crash")
+    with s.write() as r:
+        r.delete(b)
+    assert s.index.lexical("controller crash") == []
+    s.close()
+
+
+def test_rebuild_draws_progress_on_stderr(tmp_path, capsys):
+    path = tmp_path / "journal.jsonl"
+    busy_store(path, requests=4).close()
+    j = Journal(path)
+    Index.open(j, rebuild=True, progress=True).close()
+    err = capsys.readouterr().err
+    assert "indexing memory journal" in err and "100%" in err
+    j.close()
+
+
+def test_sigkill_during_appends_and_index_updates_30_times(tmp_path):
+    """A writer killed at a random moment (mid-append, mid-index-transaction, between
+    the two): the store always opens, the index agrees with a replay, and every
+    request the writer acknowledged is in the journal."""
+    path = tmp_path / "journal.jsonl"
+    Store.open(path, use_cache=False).close()
+    rnd = random.Random(11)
+    behind = 0  # rounds whose kill left the index behind the journal
+    for round_ in range(30):
+        ack = tmp_path / f"ack{round_}"
+        ack.write_bytes(b"")
+        p = subprocess.Popen([sys.executable, str(HERE / "writer_proc.py"), str(path),
+                              f"r{round_}", "100000", str(ack)])
+        deadline = time.monotonic() + 20
+        while ack.stat().st_size < 1 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.005)
+        time.sleep(rnd.uniform(0.0, 0.05))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        acked = ack.stat().st_size
+        assert acked >= 1
+        db = sqlite3.connect(path.with_suffix(".index"))
+        try:
+            seen = db.execute("SELECT value FROM meta WHERE key='offset'").fetchone()[0]
+        except sqlite3.Error:  # killed while the index was first being made
+            seen = -1
+        db.close()
+        behind += seen < path.stat().st_size
+        s = Store.open(path, use_cache=False)
+        rep = s.check()
+        assert rep["index"]["matches_replay"], (round_, rep["index"])
+        assert rep["replay"]["skipped"] == 0
+        tag = f"r{round_} "
+        written = sum(1 for n in s.graph.nodes.values() if n.label.startswith(tag + "node"))
+        written += sum(1 for n in s.graph.nodes.values() for f in n.facts
+                       if f.value.startswith(tag + "value"))
+        assert written >= acked, (round_, written, acked)
+        s.close()
+    print(f"index behind the journal after {behind} of 30 kills")
+    assert behind >= 1  # some kills fell between an append and its index update
