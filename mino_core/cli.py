@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from .headless import PromptGroup, allow_option, output_format_option
+
 
 def echo(text: str = "", err: bool = False, nl: bool = True) -> None:
     """click.echo through confirm.visible: names, rules, titles and plugin errors printed
@@ -120,14 +122,18 @@ def _host():
     return build_host(context), context
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PromptGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", "mode", metavar="NAME", help="Permission mode: manual, accept-edits or bypass.")
 @click.option("--resume", "resume_id", metavar="ID", help="Continue the session with this id.")
 @click.option("-c", "--continue", "continue_", is_flag=True,
               help="Continue the newest session of this project.")
 @click.option("--project", "switch", is_flag=True,
               help="With --resume: work in the session's project folder without asking.")
-@click.option("-p", "--prompt", metavar="PROMPT", help="Run one turn headless and print the answer.")
+@click.option("-p", "--prompt", metavar="PROMPT", is_flag=False, flag_value="-",
+              help="Run one turn headless and print the answer (-p alone or -p -: the prompt from stdin).")
+@output_format_option
+@allow_option
 @click.option("-v", "--verbose", is_flag=True, help="Mirror the structured logs to stderr.")
 @click.version_option(package_name="mino-core", prog_name="mino", message="%(prog)s %(version)s")
 @click.pass_context
@@ -140,6 +146,10 @@ def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose)
     """
     if ctx.invoked_subcommand is not None:
         return
+    from . import headless
+
+    if headless.wanted(prompt):
+        sys.exit(headless.main(ctx))
     if resume_id and continue_:
         _fail("Use --resume ID or --continue, not both.")
     sys.exit(_run(mode, resume_id, prompt, verbose, continue_, switch))
@@ -184,7 +194,10 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
     else:
         ui, reader = _terminal_ui(home_dir(), holder)
     try:
-        agent = Agent(home=home_dir(), project_root=project_root(), ui=ui, verbose=verbose)
+        from .headless import allow
+        from .startup import start_agent
+
+        agent = start_agent(home_dir(), project_root(), ui, verbose, allow=allow(), banner=True)
         holder.append(agent)
         mode = normalise_mode(mode) if mode else None
         if continue_:
@@ -227,7 +240,9 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
         ui.keys = keys
     from .repl import repl
 
-    return repl(agent, reader.read if reader is not None else input, keys)
+    from .headless import first_message_reader
+
+    return repl(agent, first_message_reader(reader.read if reader is not None else input), keys)
 
 
 @cli.command()

@@ -19,10 +19,53 @@ def home_dir() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".mino"
 
 
+MIN_FREE_BYTES = 1 << 20  # below this on the home folder's disk, sessions cannot be saved
+
+
+def _where(home: Path) -> str:
+    return "MINO_HOME" if os.environ.get("MINO_HOME") else "the home folder"
+
+
 def ensure_home(home: Path) -> None:
-    """Create the home folder (0700) and its standard subfolders."""
-    for sub in ("", "sessions", "logs"):
-        (home / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create the home folder (0700) and its standard subfolders.
+
+    Every problem is one ConfigError line naming the path and what to do: a home (or a
+    folder in it: sessions, logs, memory, graph) that is a file, a home mino may not read
+    or write, a disk with no space left.
+    """
+    where = _where(home)
+    for sub in ("", "sessions", "logs", "memory", "graph"):
+        path = home / sub if sub else home
+        if path.exists() and not path.is_dir():
+            what = f"{where} {path}" if not sub else f"{path} (in {where})"
+            raise ConfigError(f"{what} is a file, not a folder. Move it away"
+                              + (", or set MINO_HOME to a folder." if not sub else "."))
+        if sub in ("memory", "graph"):
+            continue  # made by their memory backend when it first saves
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except FileExistsError:
+            raise ConfigError(f"{path} is a file, not a folder (in {where}). Move it away.") from None
+        except NotADirectoryError:
+            raise ConfigError(f"{where} {home}: a part of the path is a file, not a folder. "
+                              "Set MINO_HOME to a folder.") from None
+        except PermissionError:
+            raise ConfigError(f"Cannot create {path}: permission denied. Set MINO_HOME to a "
+                              "folder you own.") from None
+        except OSError as exc:
+            raise ConfigError(f"Cannot create {path}: {exc.strerror or exc}.") from None
+        if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+            raise ConfigError(f"{where} {path} is not readable and writable by you "
+                              f"(mode {path.stat().st_mode & 0o777:o}). Fix its permissions "
+                              "(chmod u+rwx) or set MINO_HOME to another folder.")
+    try:
+        free = os.statvfs(home).f_bavail * os.statvfs(home).f_frsize
+    except (OSError, AttributeError):
+        return
+    if free < MIN_FREE_BYTES:
+        raise ConfigError(f"No space left on the disk holding {where} {home} ({free} bytes "
+                          "free): sessions cannot be saved. Free some space or set MINO_HOME "
+                          "to another disk.")
 
 
 def load_config(home: Path) -> dict[str, Any]:

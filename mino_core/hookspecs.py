@@ -162,3 +162,27 @@ def plugin_notes(context: "PluginContext") -> "list[str] | None":
             if shutil.which("bwrap") is None:
                 return ["no sandbox found: Bash asks before every command"]
     """
+
+
+@hookspec
+def config_schema(context: "PluginContext") -> "dict[str, dict] | None":
+    """Declare this plugin's own settings in config.yaml, so mino checks them at start.
+
+    Called once when mino starts (``mino``, ``mino -p``), for every loaded plugin, an
+    inactive memory backend included. Return a mapping from where the section sits
+    (``"my-plugin"`` for a top-level key, ``"memory.graph"`` for a nested one) to a JSON
+    Schema subset for it: ``type``, ``enum``, ``minimum``, ``maximum``,
+    ``exclusiveMinimum``, ``pattern``, ``properties``, ``additionalProperties``, ``items``,
+    ``default``, ``description`` (see ``mino_core.config_schema``). A wrong value is one
+    warning line naming the file, the key, what was found and what is allowed, and is
+    removed from the configuration the plugin sees, so the plugin's own default applies.
+    An undeclared key in a section with ``additionalProperties: false`` gets a "did you
+    mean" warning. Return None to declare nothing.
+
+    Example::
+
+        @hookimpl
+        def config_schema(context):
+            return {"clock": {"type": "object", "additionalProperties": False, "properties": {
+                "format": {"enum": ["12h", "24h"], "default": "24h"}}}}
+    """

@@ -70,3 +70,30 @@ def plugin_notes(context: PluginContext) -> list[str]:
         notes.append(sandbox.hidden_note(context.home, settings.hide, context.project_root))
         notes += [f"sandbox: {p}" for p in bash.view_for(ctx).problems]
     return notes
+
+
+def _positive(default: int, maximum: int | None = None) -> dict:
+    schema = {"type": "integer", "minimum": 1, "default": default}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+@hookimpl
+def config_schema(context: PluginContext) -> dict:
+    """``tools-fs:`` in config.yaml, checked when mino starts (a wrong value: its default).
+    ``hide`` is checked by the sandbox itself: a bad list turns the sandbox off (every Bash
+    command asks), which is safer than dropping the paths the person wanted hidden."""
+    from .bash import DEFAULT_CAP, DEFAULT_TIMEOUT, MAX_TIMEOUT
+    from .files import LIST_CAP, READ_BYTES, READ_LINES, SEARCH_CAP
+
+    return {"tools-fs": {"type": "object", "additionalProperties": False, "properties": {
+        "bash_timeout": _positive(DEFAULT_TIMEOUT, MAX_TIMEOUT),
+        "bash_output_cap": _positive(DEFAULT_CAP),
+        "sandbox": {"type": "boolean", "default": True},
+        "hide": {"description": "a list of paths the sandbox hides"},
+        "read_lines": _positive(READ_LINES),
+        "read_bytes": _positive(READ_BYTES),
+        "list_cap": _positive(LIST_CAP),
+        "search_cap": _positive(SEARCH_CAP),
+    }}}

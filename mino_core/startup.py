@@ -1,0 +1,79 @@
+"""What happens before a session starts, for ``mino`` and ``mino -p`` alike: the home
+folder checked, config.yaml checked against the core's and the plugins' schemas, the
+plugin host built on the checked configuration, ``--allow`` rules added for this run, and
+the banner (model, server, project)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .config import ConfigError, ensure_home, load_config
+
+
+def allow_rules(texts) -> list[str]:
+    """``--allow TOOL`` / ``--allow 'TOOL(pattern)'`` values, checked; ConfigError on a bad one."""
+    import re
+
+    rules = []
+    for text in texts or ():
+        text = str(text).strip()
+        if not re.fullmatch(r"[\w.*?\[\]-]+(\(.*\))?", text, re.S):
+            raise ConfigError(f"--allow {text!r}: not a rule; write TOOL or TOOL(pattern), "
+                              "for example --allow 'Bash(git status*)' or --allow read_file.")
+        rules.append(text)
+    return rules
+
+
+def _with_allow(config: dict[str, Any], rules: list[str]) -> None:
+    if not rules:
+        return
+    section = config.get("permissions")
+    section = dict(section) if isinstance(section, dict) else {}
+    have = section.get("allow") or []
+    have = [have] if isinstance(have, str) else list(have)
+    section["allow"] = have + rules
+    config["permissions"] = section
+
+
+def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, allow=(),
+                make_client=None, banner: bool = False):
+    """The Agent, on a checked configuration. Warnings go to ``ui.notice``; any error (a
+    core key with a wrong value, a home folder mino cannot use) raises ConfigError whose
+    message is every problem, one per line. ``make_client(settings)``: the model client
+    (default: ``ModelClient``)."""
+    from .agent import Agent
+    from .config_schema import check, plugin_schemas
+    from .plugins import PluginContext, build_host
+
+    rules = allow_rules(allow)
+    ensure_home(home)
+    raw = load_config(home)
+    config: dict[str, Any] = {}
+    context = PluginContext(home=home, project_root=project_root, config=config)
+    config.update(raw)  # what plugins see while they declare their schemas
+    host = build_host(context)
+    cleaned, report = check(raw, home / "config.yaml", plugin_schemas(host))
+    if report.errors:
+        raise ConfigError("\n".join(report.lines()))
+    for line in report.lines():
+        ui.notice(line)
+    config.clear()
+    config.update(cleaned)  # the same dict the host's context holds: plugins see defaults
+    _with_allow(config, rules)
+    client = None
+    if make_client is not None:
+        from .config import model_settings
+
+        client = make_client(model_settings(config))
+    agent = Agent(home=home, project_root=project_root, ui=ui, config=config, host=host,
+                  client=client, verbose=verbose)
+    if banner:
+        ui.line(banner_line(agent))
+    return agent
+
+
+def banner_line(agent) -> str:
+    settings = agent.client.settings
+    server = urlsplit(settings.base_url).netloc or settings.base_url
+    return f"mino: model {settings.model} at {server}, project {agent.project_root}"
