@@ -248,3 +248,21 @@ def register_commands(group, context):
             click.echo("ok" if rep["ok"] else "problems found (see above)")
         if not rep["ok"]:
             raise SystemExit(1)
+
+
+@hookimpl
+def config_schema(context):
+    """``memory.graph:`` in config.yaml, checked when mino starts (a wrong value: its default)."""
+    return {"memory.graph": {"type": "object", "additionalProperties": False, "properties": {
+        "journal": {"type": "string", "description": "the journal file's path"},
+        "scorer": {"enum": ["hybrid-v1", "hybrid", "default", "mnemo", "mnemo-cosine", "hashing-v1"],
+                   "default": "hybrid-v1"},
+        "index": {"type": ["boolean", "string"], "enum": [True, False, "on", "off", "true", "false",
+                                                          "yes", "no", "0", "1"], "default": "on"},
+        "reflect": {"enum": ["auto", False, "off", "no", True, "on"], "default": "auto"},
+        "embedder": {"type": "object", "additionalProperties": False, "properties": {
+            "kind": {"enum": ["openai"]}, "model": {"type": "string"},
+            "base_url": {"type": "string", "pattern": r"^https?://"},
+            "api_key_env": {"type": "string"},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 10}}},
+    }}}
