@@ -290,7 +290,7 @@ class StoreRetriever:
     turn (facts speaker, date, text) PartOf a TaskEpisode node per session; queries go
     through ``Store.search`` (routing, filters, expansion: the agent's recall path)."""
 
-    def __init__(self, turns, speakers, scorer=None):
+    def __init__(self, turns, speakers, scorer=None, use_index=None):
         import tempfile
 
         from mino_memory_graph.store import Store
@@ -298,7 +298,7 @@ class StoreRetriever:
         self._tmp = tempfile.TemporaryDirectory()
         # scorer None: the store's default (hybrid-v1), as the agent gets it
         self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False, use_cache=False,
-                                scorer=scorer)
+                                scorer=scorer, use_index=use_index)
         self.row_of: dict[int, int] = {}
         by_session = collections.defaultdict(list)
         for i, t in enumerate(turns):
@@ -324,6 +324,7 @@ RETRIEVERS = {
     "hash": Hash,
     "hash-idf": lambda turns, spk: Hash(turns, spk, idf=True),
     "default": StoreRetriever,
+    "default-in-memory": lambda turns, spk: StoreRetriever(turns, spk, use_index=False),
     "store-mnemo": lambda turns, spk: StoreRetriever(turns, spk, scorer="mnemo"),
     "hybrid-index": Default,
 }

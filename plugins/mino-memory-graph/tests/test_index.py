@@ -16,6 +16,7 @@ from mino_memory_graph.journal import Journal
 from mino_memory_graph.model import Graph
 from mino_memory_graph.journal import Report, fold_range
 from mino_memory_graph.store import Store
+from mino_memory_graph.words import tokenize
 
 HERE = Path(__file__).resolve().parent
 
@@ -128,7 +129,7 @@ def test_foreign_appends_are_caught_up_from_the_tail(tmp_path):
     other.close()
     s.refresh()
     assert s.index.meta("ops") == before + 2
-    assert [row[0] for row in s.index.lexical("zanzibar")] == [n]
+    assert s.index.lexical(["zanzibar"]) == [n]
     assert compare(s.index, replayed(path)) is None
     s.close()
     # a fresh open finds the index current and reads no journal byte twice
@@ -191,7 +192,7 @@ def test_a_same_length_edit_mid_journal_rebuilds_the_index(tmp_path):
     t = Store.open(path, use_cache=False)
     assert t.index.rebuilt and "changed" in t.index_note
     assert "555-0100" not in t.index.state_of(n)
-    assert t.index.lexical("555") == [] and t.check()["ok"]
+    assert t.index.lexical(["555"]) == [] and t.check()["ok"]
     t.close()
 
 
@@ -214,12 +215,12 @@ def test_lexical_finds_by_rare_word_and_never_a_deleted_node(tmp_path):
         b = r.create_node("Aspect", "ingress controller crash")
         for i in range(20):
             r.create_node("Aspect", f"ingress filler {i}")
-    hits = [row[0] for row in s.index.lexical("why does the ingress controller crash", 5)]
-    assert hits[0] == b
-    assert a not in s.index.lexical("controller crash")
+    hits = s.index.lexical(tokenize("why does the ingress controller crash"), 5)
+    assert hits[0] == b and len(hits) == 5
+    assert a not in s.index.lexical(tokenize("controller crash"))
     with s.write() as r:
         r.delete(b)
-    assert s.index.lexical("controller crash") == []
+    assert s.index.lexical(tokenize("controller crash")) == []
     s.close()
 
 

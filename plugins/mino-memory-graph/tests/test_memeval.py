@@ -58,7 +58,10 @@ def test_scorer_from_config_name_and_factory(tmp_path):
     p = tmp_path / "journal.jsonl"
     cfg = {"memory": {"graph": {"scorer": "mnemo"}}}
     assert isinstance(Store.open(p, config=cfg).scorer, MnemoScorer)
-    assert isinstance(Store.open(p).scorer, HybridScorer)
+    assert isinstance(Store.open(p, use_index=False).scorer, HybridScorer)
+    from mino_memory_graph.search import IndexSearch
+
+    assert isinstance(Store.open(p).scorer, IndexSearch)  # the default, from the index
     assert isinstance(Store.open(p, scorer=HybridScorer).scorer, HybridScorer)
     made = []
     s = Store.open(p, scorer=lambda g: made.append(g) or MnemoScorer())

@@ -75,76 +75,9 @@ __all__ = [
 
 SCORER_NAME = "hybrid-v1"
 
-# English function words, contractions split at the apostrophe, and chat fillers.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her
-    here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
-    now of off on once only or other ought our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve n't also really yeah oh hey hi
-    """.split()
-)
-
-# Relative time expressions (stemmed form).  Month names and years are left
-# out on purpose: they also occur in dates kept as metadata on every node.
-_RELATIVE_TIME = frozenset(
-    """
-    yesterday today tonight tomorrow ago last next week weekend month year recently soon earlier lately
-    monday tuesday wednesday thursday friday saturday sunday
-    """.split()
-)
-_TEMPORAL_QUERY = re.compile(
-    r"^\W*when\b|\bwhat (?:year|month|date|day|time)\b|\bhow long ago\b|\bwhich (?:year|month|day)\b"
-)
-_WORD = re.compile(r"[a-z0-9]+")
-_WORD_OR_NUL = re.compile(r"[a-z0-9]+|\x00")
-
-
-def stem(word: str) -> str:
-    """Fold common English inflections: plural s/ies, -ing, -ed (light, rule based)."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix, min_len in (("ing", 6), ("ed", 5)):
-        if word.endswith(suffix) and len(word) >= min_len:
-            word = word[: -len(suffix)]
-            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]
-            return word
-    return word
-
-
-_STEMS: dict[str, str | None] = {w: None for w in STOPWORDS}  # word -> stem, None = stopword
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase, split on non-alphanumerics, drop stopwords, stem (memoised per word)."""
-    memo = _STEMS
-    out = []
-    for w in _WORD.findall(text.lower()):
-        s = memo.get(w, w)
-        if s is w:  # not seen yet (a stored stem is never the same object as a new word)
-            s = stem(w)
-            if len(memo) < 1 << 20:
-                memo[w] = s
-        if s is not None:
-            out.append(s)
-    return out
-
-
-_RELATIVE_TIME_STEMS = frozenset(stem(w) for w in _RELATIVE_TIME)
-
-
-def is_temporal_query(query: str) -> bool:
-    return _TEMPORAL_QUERY.search(query.lower()) is not None
+from .words import (_RELATIVE_TIME, _RELATIVE_TIME_STEMS, _STEMS, _TEMPORAL_QUERY,  # noqa: F401
+                    _WORD, _WORD_OR_NUL, ENTITY_KEYS, STOPWORDS, is_temporal_query, stem,
+                    tokenize)
 
 
 @dataclass(frozen=True)
@@ -945,7 +878,6 @@ class HybridIndex:
 
 
 # ---------------------------------------------------------------- recall-engine adapter
-ENTITY_KEYS = ("speaker", "author", "person", "who")
 
 
 class HybridScorer:

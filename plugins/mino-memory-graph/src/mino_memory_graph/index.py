@@ -58,17 +58,18 @@ from pathlib import Path
 
 from . import journal as _journal
 from . import ops as _ops
-from .embed import tokenize
+from . import words as _words
 from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
                     PROJECT_PREFIX, ApplyError, f32, outcome_weight)
 
-SCHEMA = 1
+SCHEMA = 2
 BLOCK = 1 << 16
-COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
+COMMIT_BYTES = 8 << 20
+COMMON_MIN = 2000  # a term in fewer documents than this is never left out of a match  # a rebuild commits every this many journal bytes
 
 # node row, as held while a batch applies: a list indexed by these
 KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \
-    BODY, CHANGED, TEXT, PENDING = range(16)
+    BODY, CHANGED, TEXT, PENDING, WORDS, WLEN, PARENT = range(19)
 # edge row
 E_SRC, E_DST, E_KIND, E_W, E_FROM, E_INV, E_OK, E_BAD, E_CHANGED = range(9)
 
@@ -77,16 +78,23 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE blocks(i INTEGER PRIMARY KEY, digest BLOB NOT NULL);
 CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, area TEXT, label TEXT,
     deleted INTEGER, useful INTEGER, unhelpful INTEGER, created_at INTEGER,
-    nlog INTEGER, facts TEXT, tail TEXT, context TEXT, body TEXT);
+    nlog INTEGER, facts TEXT, tail TEXT, context TEXT, live INTEGER,
+    words TEXT, wlen INTEGER, parent INTEGER, entity TEXT, temporal INTEGER);
+CREATE INDEX nodes_parent ON nodes(parent, id) WHERE parent IS NOT NULL;
+CREATE INDEX nodes_entity ON nodes(entity) WHERE entity IS NOT NULL;
+CREATE TABLE clusters(id INTEGER PRIMARY KEY, words TEXT, wlen INTEGER);
 CREATE TABLE log(node INTEGER, seq INTEGER, at INTEGER, kind TEXT, detail TEXT,
     PRIMARY KEY(node, seq)) WITHOUT ROWID;
 CREATE TABLE edges(id INTEGER PRIMARY KEY, src INTEGER, dst INTEGER, kind TEXT,
     weight REAL, valid_from INTEGER, invalid_at INTEGER, success INTEGER, failure INTEGER);
 CREATE INDEX edges_src ON edges(src);
 CREATE INDEX edges_dst ON edges(dst);
-CREATE VIRTUAL TABLE text USING fts5(body, content=nodes, content_rowid=id,
+CREATE VIRTUAL TABLE text USING fts5(words, content=nodes, content_rowid=id,
     tokenize='ascii');
 CREATE VIRTUAL TABLE terms USING fts5vocab(text, 'row');
+CREATE VIRTUAL TABLE ctext USING fts5(words, content=clusters, content_rowid=id,
+    tokenize='ascii');
+CREATE VIRTUAL TABLE cterms USING fts5vocab(ctext, 'row');
 """
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -95,11 +103,6 @@ _loads = json.loads
 
 class IndexInvalid(Exception):
     """The index cannot be used as it stands (missing, damaged, stale): rebuild it."""
-
-
-def body_of(kind: str, label: str, facts, t3) -> str:
-    """The FTS5 content of a node: the hashing-v1 tokens of its embedded text."""
-    return b" ".join(tokenize(text_of(kind, label, facts, t3))).decode("ascii")
 
 
 def text_of(kind: str, label: str, facts, t3) -> str:
@@ -125,6 +128,10 @@ class _Sink:
         self.erows: dict[int, list] = {}
         self.purged: list[tuple[int, str | None]] = []
         self.indb: set[int] = set()  # rows read from the database in this window
+        self.reparent: set[int] = set()  # nodes whose cluster parent may have changed
+        self.orphaned: list[int] = []  # deleted nodes: their children's parent changes
+        self.stats = dict(index.db.execute(
+            "SELECT key, value FROM meta WHERE key IN ('n_live','w_total','c_live','c_total')"))
         m = index.counters()
         self.next_node, self.next_edge, self.next_fact, self.clock = m
         self.handlers, self._replay = _ops.bind(self, self._appliers())
@@ -140,12 +147,14 @@ class _Sink:
             return rows[id]
         r = self.db.execute(
             "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, tail, context, body FROM nodes WHERE id=?", (id,)).fetchone()
+            "facts, tail, context, live, words, wlen, parent FROM nodes WHERE id=?",
+            (id,)).fetchone()
         if r is None:
             return None
         tail = _loads(r[9])
         row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), tail["t"],
-               tail["r"], _loads(r[10]) if r[10] else None, r[11], False, False, None]
+               tail["r"], _loads(r[10]) if r[10] else None, r[11], False, False, None,
+               r[12], r[13], r[14]]
         rows[id] = row
         self.indb.add(id)
         return row
@@ -194,8 +203,11 @@ class _Sink:
             if node(id) is not None:
                 raise ApplyError(f"node {id} exists")
             row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], [], None,
-                   None, True, True, None]
+                   None, True, True, None, None, 0, None]
             rows[id] = row
+            # edges left dangling by an earlier hard delete of this id lead here again
+            self.reparent.update(r[0] for r in self.db.execute(
+                "SELECT src FROM edges WHERE dst=? AND kind='PartOf'", (id,)))
             log_(row, id, at, "created", "node created as " + label)
             if id >= self.next_node:
                 self.next_node = id + 1
@@ -244,10 +256,12 @@ class _Sink:
             row = need(node_)
             row[DELETED] = 1
             log_(row, node_, at, "deleted", "hard=true" if hard else "hard=false")
+            self.orphaned.append(node_)
             if hard:
                 if node_ in self.indb:  # its rows on disk go at flush
                     self.indb.discard(node_)
-                    self.purged.append((node_, row[BODY]))
+                    self.purged.append((node_, row[BODY], row[WORDS], row[WLEN],
+                                        row[PARENT]))
                 rows[node_] = None
 
         def link(id, src, dst, kind, at):
@@ -258,6 +272,8 @@ class _Sink:
             if edge(id) is not None:
                 raise ApplyError(f"edge {id} exists")
             erows[id] = [src, dst, kind, 0.5, at, None, 0, 0, True]
+            if kind == "PartOf":
+                self.reparent.add(src)
             if id >= self.next_edge:
                 self.next_edge = id + 1
 
@@ -266,6 +282,8 @@ class _Sink:
             if e is None:
                 raise ApplyError(f"edge {id} missing")
             e[E_CHANGED] = True
+            if e[E_KIND] == "PartOf":
+                self.reparent.add(e[E_SRC])
             return e
 
         def unlink(edge_, at):
@@ -309,47 +327,144 @@ class _Sink:
     # --- writing back -------------------------------------------------------------
 
     def flush(self) -> None:
-        db = self.db
+        db, st = self.db, self.stats
         fts_del, fts_add, node_rows, logs = [], [], [], []
-        for id, old in self.purged:
+        clusters: set[int] = set()
+        for id, body, words, wlen, parent in self.purged:
             db.execute("DELETE FROM nodes WHERE id=?", (id,))
             db.execute("DELETE FROM log WHERE node=?", (id,))
-            if old is not None:
-                fts_del.append((id, old))
+            if body:
+                fts_del.append((id, words))
+                st["n_live"] -= 1
+                st["w_total"] -= wlen
+            if parent is not None:
+                clusters.add(parent)
         for id, row in self.rows.items():
             if row is None or not row[CHANGED]:
                 continue
-            body = row[BODY]
+            body, words, wlen, entity, temporal = row[BODY], row[WORDS], row[WLEN], None, 0
             if row[TEXT]:
-                if body is not None:
-                    fts_del.append((id, body))
-                body = None if row[DELETED] else body_of(row[KIND], row[LABEL], row[FACTS],
-                                                         row[T3])
-                if body is not None:
-                    fts_add.append((id, body))
+                if body:
+                    fts_del.append((id, words))
+                    st["n_live"] -= 1
+                    st["w_total"] -= wlen
+                if row[DELETED]:
+                    body = 0
+                    words = None
+                    wlen = 0
+                else:
+                    text = text_of(row[KIND], row[LABEL], row[FACTS], row[T3])
+                    body = 1
+                    toks = _words.tokenize(text)
+                    words, wlen = " ".join(toks), len(toks)
+                    fts_add.append((id, words))
+                    st["n_live"] += 1
+                    st["w_total"] += wlen
+                    temporal = int(any(t in _words._RELATIVE_TIME_STEMS for t in toks))
+                    entity = _entity(row[FACTS])
+                self.reparent.add(id)
+                if row[PARENT] is not None and row[WORDS] != words:
+                    clusters.add(row[PARENT])
+                row[WORDS], row[WLEN] = words, wlen
+            else:
+                r = db.execute("SELECT entity, temporal FROM nodes WHERE id=?",
+                               (id,)).fetchone()
+                if r is not None:
+                    entity, temporal = r
+            row[BODY] = body
             node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
                               _dumps(row[FACTS]), _dumps({"t": row[T3], "r": row[R5]}),
-                              _dumps(row[CONTEXT]) if row[CONTEXT] else None, body))
+                              _dumps(row[CONTEXT]) if row[CONTEXT] else None, body,
+                              words, wlen, row[PARENT], entity, temporal))
             if row[PENDING]:
                 logs.extend(row[PENDING])
         if fts_del:
-            db.executemany("INSERT INTO text(text, rowid, body) VALUES('delete', ?, ?)",
+            db.executemany("INSERT INTO text(text, rowid, words) VALUES('delete', ?, ?)",
                            fts_del)
         if node_rows:
             db.executemany("INSERT OR REPLACE INTO nodes VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
         if logs:
             db.executemany("INSERT OR REPLACE INTO log VALUES (?,?,?,?,?)", logs)
         if fts_add:
-            db.executemany("INSERT INTO text(rowid, body) VALUES(?, ?)", fts_add)
+            db.executemany("INSERT INTO text(rowid, words) VALUES(?, ?)", fts_add)
         edges = [(id, *e[:E_CHANGED]) for id, e in self.erows.items() if e[E_CHANGED]]
         if edges:
             db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)", edges)
+        for p in self.orphaned:
+            self.reparent.update(r[0] for r in db.execute(
+                "SELECT id FROM nodes WHERE parent=?", (p,)))
+        if self.reparent:
+            self._reparent(clusters)
+        if clusters:
+            self._clusters(clusters)
+        db.executemany("UPDATE meta SET value=? WHERE key=?",
+                       [(v, k) for k, v in st.items()])
         self.rows.clear()
         self.erows.clear()
         self.purged.clear()
         self.indb.clear()
+        self.reparent.clear()
+        self.orphaned.clear()
+
+    def _reparent(self, clusters: set) -> None:
+        """hybrid-v1's cluster parent of each node in ``reparent``: the newest live
+        PartOf edge from it to a live node that is not a project."""
+        db = self.db
+        changed = []
+        for id in self.reparent:
+            r = db.execute("SELECT deleted, parent FROM nodes WHERE id=?", (id,)).fetchone()
+            if r is None:
+                continue
+            new = None
+            if not r[0]:
+                got = db.execute(
+                    "SELECT e.dst FROM edges e JOIN nodes n ON n.id = e.dst WHERE e.src=? "
+                    "AND e.kind='PartOf' AND e.invalid_at IS NULL AND e.weight > 0 "
+                    "AND e.valid_from <= ? AND n.deleted=0 AND NOT (n.kind='Entity' AND "
+                    "substr(n.label, 1, 8)='project ') ORDER BY e.id DESC LIMIT 1",
+                    (id, self.clock)).fetchone()
+                new = got[0] if got else None
+            if new != r[1]:
+                changed.append((new, id))
+                if r[1] is not None:
+                    clusters.add(r[1])
+                if new is not None:
+                    clusters.add(new)
+        if changed:
+            db.executemany("UPDATE nodes SET parent=? WHERE id=?", changed)
+
+    def _clusters(self, parents: set) -> None:
+        """Rewrite each cluster document: its live members' words, by node id."""
+        db, st = self.db, self.stats
+        for p in parents:
+            old = db.execute("SELECT words, wlen FROM clusters WHERE id=?", (p,)).fetchone()
+            if old is not None:
+                db.execute("INSERT INTO ctext(ctext, rowid, words) VALUES('delete', ?, ?)",
+                           (p, old[0]))
+                db.execute("DELETE FROM clusters WHERE id=?", (p,))
+                st["c_live"] -= 1
+                st["c_total"] -= old[1]
+            members = db.execute("SELECT words, wlen FROM nodes WHERE parent=? AND "
+                                 "deleted=0 ORDER BY id", (p,)).fetchall()
+            if members:
+                words = " ".join(w for w, _ in members if w)
+                wlen = sum(n for _, n in members)
+                db.execute("INSERT INTO clusters VALUES (?, ?, ?)", (p, words, wlen))
+                db.execute("INSERT INTO ctext(rowid, words) VALUES(?, ?)", (p, words))
+                st["c_live"] += 1
+                st["c_total"] += wlen
+
+
+def _entity(facts) -> str | None:
+    """hybrid-v1's entity of a node: its current fact under the first ``ENTITY_KEYS``
+    key that has one, as words (None when none)."""
+    for key in _words.ENTITY_KEYS:
+        for f in facts:
+            if f[4] and f[1] == key:
+                return _words.entity_key(f[2]) or None
+    return None
 
 
 class Index:
@@ -417,7 +532,8 @@ class Index:
             db.executemany("INSERT INTO meta VALUES (?, ?)", [
                 ("schema", SCHEMA), ("offset", 0), ("tail", b""), ("stat", ""),
                 ("next_node", 1), ("next_edge", 1), ("next_fact", 1),
-                ("clock", CLOCK_START), ("ops", 0), ("quarantined", 0), ("skipped", 0)])
+                ("clock", CLOCK_START), ("ops", 0), ("quarantined", 0), ("skipped", 0),
+                ("n_live", 0), ("w_total", 0), ("c_live", 0), ("c_total", 0)])
 
     def meta(self, key: str):
         r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -590,6 +706,11 @@ class Index:
             "SELECT id, kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
             "facts, tail, context FROM nodes WHERE id=?", (id,)).fetchone()
 
+    def parent_of(self, id: int) -> int | None:
+        """hybrid-v1's cluster parent of a node (None: in no cluster)."""
+        r = self.db.execute("SELECT parent FROM nodes WHERE id=?", (id,)).fetchone()
+        return r[0] if r else None
+
     def exists(self, id: int) -> bool:
         return self.row(id) is not None
 
@@ -649,27 +770,39 @@ class Index:
                 for r in self.db.execute(q.format(col), (id, *kinds))}
         return [rows[k] for k in sorted(rows)]
 
-    def lexical(self, query: str, k: int = 200, max_df: float = 0.2) -> list[tuple[int, float]]:
-        """Top ``k`` live nodes by FTS5 BM25 for the query's hashing-v1 tokens, best
-        first: ``[(node, bm25)]`` (SQLite's bm25 is negative; lower is better).
+    def stat(self, key: str) -> int:
+        return self.meta(key) or 0
 
-        Tokens found in more than ``max_df`` of the nodes are dropped when a rarer one
-        remains, so a common word does not make the query read every posting."""
-        toks = list(dict.fromkeys(t.decode("ascii") for t in tokenize(query)))
-        if not toks:
-            return []
-        n = self.db.execute("SELECT count(*) FROM text_docsize").fetchone()[0] or 1
-        dfs = dict(self.db.execute(
-            f"SELECT term, doc FROM terms WHERE term IN ({','.join('?' * len(toks))})", toks))
-        present = [t for t in toks if t in dfs]
+    def dfs(self, terms, clusters: bool = False) -> dict[str, int]:
+        """Documents (nodes, or clusters) holding each of ``terms``."""
+        terms = list(terms)
+        if not terms:
+            return {}
+        table = "cterms" if clusters else "terms"
+        return dict(self.db.execute(
+            f"SELECT term, doc FROM {table} WHERE term IN ({','.join('?' * len(terms))})",
+            terms))
+
+    def lexical(self, terms, k: int = 200, *, clusters: bool = False,
+                dfs: dict | None = None, max_df: float = 0.1) -> list[int]:
+        """Up to ``k`` live nodes (or clusters) holding any of ``terms`` (hybrid-v1
+        words), best FTS5 BM25 first.
+
+        A term in more than ``max_df`` of the documents (and more than ``COMMON_MIN``)
+        is left out of the match when a rarer one remains: it adds little to a score, and reading its postings would be
+        most of the query's cost (FTS5 ranks every row the match yields)."""
+        dfs = self.dfs(terms, clusters) if dfs is None else dfs
+        present = [t for t in terms if dfs.get(t)]
         if not present:
             return []
-        rare = [t for t in present if dfs[t] <= max_df * n]
+        n = self.stat("c_live" if clusters else "n_live") or 1
+        rare = [t for t in present if dfs[t] <= max(max_df * n, COMMON_MIN)]
         use = rare or sorted(present, key=dfs.get)[:1]
+        table = "ctext" if clusters else "text"
         match = " OR ".join(f'"{t}"' for t in use)
-        return self.db.execute(
-            "SELECT rowid, bm25(text) AS s FROM text WHERE text MATCH ? ORDER BY s LIMIT ?",
-            (match, k)).fetchall()
+        return [r[0] for r in self.db.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
+            (match, k))]
 
     def counts(self) -> dict:
         db = self.db

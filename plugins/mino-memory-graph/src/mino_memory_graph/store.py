@@ -236,6 +236,7 @@ class Store:
         self._reset_hash()  # of journal bytes [0, _hashed): kept as the journal grows
         self.use_index = use_index
         self.index = None       # ``index.Index``: journal.index, kept in step (below)
+        self._index_search = None
         self.index_note = ""
 
     # --- opening ------------------------------------------------------------------
@@ -277,7 +278,22 @@ class Store:
 
     @property
     def scorer(self):
+        if self.index_search is not None:
+            return self.index_search
         return self.engine.scorer
+
+    @property
+    def index_search(self):
+        """The index's recall (``search.IndexSearch``) when it serves this store: the
+        default scorer over ``hashing-v1``, the index open. Else None (the engine)."""
+        if (self.index is None or self._embedder is not None
+                or SCORER_NAMES.get(str(self._scorer_arg).strip().lower()) != "hybrid-v1"):
+            return None
+        if self._index_search is None or self._index_search.index is not self.index:
+            from .search import IndexSearch
+
+            self._index_search = IndexSearch(self.index)
+        return self._index_search
 
     def _load(self) -> None:
         with self._mutex, self.journal.locked(exclusive=False):
@@ -459,6 +475,12 @@ class Store:
         if refresh:
             self.refresh()
         with self._mutex:
+            fast = self.index_search
+            if fast is not None:
+                return fast.search(
+                    query, k, kind=_parse_kind(kind) if kind else None,
+                    areas=[_parse_area(a) for a in areas or []], scope=scope,
+                    cross_area=cross_area)
             return self.engine.search(
                 query, k, kind=_parse_kind(kind) if kind else None,
                 areas=[_parse_area(a) for a in areas or []], scope=scope,

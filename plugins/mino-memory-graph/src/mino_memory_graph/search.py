@@ -1,0 +1,349 @@
+"""Recall from ``journal.index``: hybrid-v1 over lexical candidates, not a scan of every node.
+
+``IndexSearch.search`` answers what ``RecallEngine.search`` answers with the default
+scorer (routing, area weight, vote bias, filters, project scope, one-hop expansion, ties
+by node id), reading only the nodes that can score:
+
+1. **Lexical candidates**: the ``CANDIDATES`` best live nodes by FTS5 BM25 over the
+   query's hybrid-v1 words (stemmed, no stopwords; a word in more than a tenth of the
+   nodes is left out of the match while a rarer one remains, see ``Index.lexical``).
+   Their BM25 is then computed exactly as hybrid-v1 does it (its IDF, k1 1.2, b 0.75,
+   the whole index's document frequencies and average length), and divided by the best.
+2. **Neighbours**: the previous and next live sibling (by node id, under the same
+   cluster parent) of every lexical hit, which hybrid-v1 boosts by the hit's score.
+3. **Clusters**: the best ``CLUSTERS`` cluster documents by FTS5, plus the clusters of
+   the candidates, scored by exact BM25 over clusters; the members of the ``MEMBERS``
+   best join the candidates (each member gains its cluster's score).
+4. **Hashing cosine** (hybrid-v1's 0.2 share, Mnemo's exact ``hashing-v1`` vectors) is
+   computed for the candidates only, from their text.
+5. Entity and temporal boosts, area weight, vote bias, filters and expansion as the
+   engine applies them.
+
+What a node outside the candidates would have scored is the hashing share of a query
+that shares none of its words (a slot collision), at most 0.2 / 2.2 of a cosine: it
+is not computed. A query none of whose words is in the index has no hits.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import json
+import math
+
+from . import words as _words
+from .index import Index, text_of
+from .model import f32
+from .recall import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit
+from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained
+
+CANDIDATES = 256
+CLUSTERS = 32
+MEMBERS = 8
+_F32_01 = f32(0.1)
+
+NAME = "hybrid-v1+mnemo-cosine/hashing-v1"
+
+
+VECTORS_KEPT = 1 << 16  # hashing vectors kept between searches (by node and log length)
+
+
+class _Row:
+    __slots__ = ("id", "kind", "area", "label", "deleted", "useful", "unhelpful", "nlog",
+                 "words", "wlen", "parent", "entity", "temporal")
+
+
+def _chunks(ids, n=500):
+    ids = list(ids)
+    for i in range(0, len(ids), n):
+        part = ids[i:i + n]
+        yield part, ",".join("?" * len(part))
+
+
+def _rows(ix: Index, ids) -> dict[int, _Row]:
+    out = {}
+    for part, qs in _chunks(ids):
+        for r in ix.db.execute(
+                "SELECT id, kind, area, label, deleted, useful, unhelpful, nlog, words, "
+                f"wlen, parent, entity, temporal FROM nodes WHERE id IN ({qs})", part):
+            row = _Row()
+            (row.id, row.kind, row.area, row.label, row.deleted, row.useful, row.unhelpful,
+             row.nlog, row.words, row.wlen, row.parent, row.entity, row.temporal) = r
+            out[row.id] = row
+    return out
+
+
+def _bm25(docs: dict, terms, dfs: dict, n: int, avg: float, k1: float, b: float) -> dict:
+    """hybrid-v1's BM25 (``hybrid._bm25``) of each ``docs`` id -> (words, length)."""
+    out = {}
+    if n <= 0 or avg <= 0:
+        return out
+    idf = {t: math.log(1.0 + (n - dfs[t] + 0.5) / (dfs[t] + 0.5)) for t in terms if dfs.get(t)}
+    if not idf:
+        return out
+    for id, (words, length) in docs.items():
+        if not words:
+            continue
+        ws = words.split()
+        s = 0.0
+        norm = k1 * (1.0 - b + b * length / avg)
+        for t, w in idf.items():
+            tf = ws.count(t)
+            if tf:
+                s += w * tf * (k1 + 1.0) / (tf + norm)
+        if s:
+            out[id] = s
+    return out
+
+
+class IndexSearch:
+    """hybrid-v1 recall over an open ``Index`` (see the module docstring)."""
+
+    name = NAME
+
+    def __init__(self, index: Index, embedder=None, params=None):
+        from .hybrid import HybridParams
+
+        self.index = index
+        self.params = params or HybridParams()
+        self._embedder = embedder
+        self._entities = (None, [])
+        # (node, label, log length) -> its hashing-v1 vector: a node's text changes only
+        # with a new log entry, so the key names one text
+        self._vectors: dict = {}
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from .embed import HashingEmbedder
+
+            self._embedder = HashingEmbedder()
+        return self._embedder
+
+    def _entity_keys(self) -> list[str]:
+        off = self.index.offset
+        if self._entities[0] != off:
+            self._entities = (off, [r[0] for r in self.index.db.execute(
+                "SELECT DISTINCT entity FROM nodes WHERE entity IS NOT NULL AND deleted=0")])
+        return self._entities[1]
+
+    # --- scoring --------------------------------------------------------------------
+
+    def scores(self, query: str, prefer: list[str], discount: float) -> tuple[dict, dict]:
+        """``({node: final seed score}, rows)`` for the candidates of ``query``."""
+        import numpy as np
+
+        ix, p = self.index, self.params
+        expanded = expand_query_aliases(query)
+        terms = set(_words.tokenize(expanded))
+        n, wtotal = ix.stat("n_live"), ix.stat("w_total")
+        dfs = ix.dfs(terms)
+        cands = ix.lexical(terms, CANDIDATES, dfs=dfs)
+        rows = _rows(ix, cands)
+        lex = _bm25({i: (r.words, r.wlen) for i, r in rows.items()}, terms, dfs, n,
+                    wtotal / n if n else 0.0, p.k1, p.b)
+        if lex:
+            top = max(lex.values())
+            lex = {i: v / top for i, v in lex.items()}
+        nb: dict[int, float] = {}
+        if p.neighbour and lex:
+            members: dict[int, list] = {}
+            for h, v in lex.items():
+                parent = rows[h].parent
+                if parent is None:
+                    continue
+                ms = members.get(parent)
+                if ms is None:
+                    ms = members[parent] = [r[0] for r in ix.db.execute(
+                        "SELECT id FROM nodes WHERE parent=? AND deleted=0 ORDER BY id",
+                        (parent,))]
+                at = bisect.bisect_left(ms, h)
+                for x in (ms[at - 1] if at > 0 else None,
+                          ms[at + 1] if at + 1 < len(ms) else None):
+                    if x is not None and v > nb.get(x, 0.0):
+                        nb[x] = v
+        cl: dict[int, float] = {}   # cluster parent -> raw BM25 x (cluster / best)
+        c_live = ix.stat("c_live")
+        if p.cluster and c_live and lex:
+            cdfs = ix.dfs(terms, clusters=True)
+            cids = set(ix.lexical(terms, CLUSTERS, clusters=True, dfs=cdfs))
+            cids.update(r.parent for r in rows.values() if r.parent is not None)
+            docs = {}
+            cids = list(cids)
+            for i in range(0, len(cids), 500):
+                part = cids[i:i + 500]
+                docs.update((r[0], (r[1], r[2])) for r in ix.db.execute(
+                    f"SELECT id, words, wlen FROM clusters WHERE id IN "
+                    f"({','.join('?' * len(part))})", part))
+            cs = _bm25(docs, terms, cdfs, c_live, ix.stat("c_total") / c_live, p.k1, p.b)
+            if cs:
+                ctop = max(cs.values())
+                cl = {c: v * (p.cluster / ctop) for c, v in cs.items()}
+                for c in heapq.nlargest(MEMBERS, cl, key=lambda c: (cl[c], -c)):
+                    for (m,) in ix.db.execute(
+                            "SELECT id FROM nodes WHERE parent=? AND deleted=0", (c,)):
+                        nb.setdefault(m, 0.0)
+        more = [i for i in nb if i not in rows]
+        if more:
+            rows.update(_rows(ix, more))
+        ids = sorted(i for i, r in rows.items() if not r.deleted)
+        if not ids:
+            return {}, rows
+        qv = self._qv = self.embedder.embed(expanded)
+        cos = self._vectors_of([rows[i] for i in ids]) @ qv
+        out = cos.astype(np.float64) * p.hashing
+        out += np.array([lex.get(i, 0.0) for i in ids])
+        out += np.array([nb.get(i, 0.0) for i in ids]) * p.neighbour
+        out += np.array([cl.get(rows[i].parent, 0.0) if rows[i].parent is not None else 0.0
+                         for i in ids])
+        out /= 1.0 + p.neighbour + p.cluster + p.hashing
+        if p.entity:
+            qwords = set(_words._WORD.findall(expanded.lower()))
+            ent = [e for e in self._entity_keys() if all(t in qwords for t in e.split())]
+            if len(ent) == 1:
+                out *= np.array([1.0 + p.entity if rows[i].entity == ent[0] else 1.0
+                                 for i in ids])
+        if p.temporal and _words.is_temporal_query(expanded):
+            out *= np.array([1.0 + p.temporal if rows[i].temporal else 1.0 for i in ids])
+        s = out.astype(np.float32)
+        if prefer:
+            pref = set(prefer)
+            s *= np.array([1.0 if rows[i].area in pref else discount for i in ids],
+                          dtype=np.float32)
+        votes = np.array([rows[i].useful - rows[i].unhelpful for i in ids], dtype=np.float32)
+        if votes.any():
+            s += votes * np.float32(USEFULNESS_BIAS)
+        return dict(zip(ids, s.tolist())), rows
+
+    def _vectors_of(self, rows: list):
+        """The hashing-v1 vectors of ``rows`` (a float32 matrix), embedded once per text."""
+        import numpy as np
+
+        kept = self._vectors
+        keys = [(r.id, r.label, r.nlog) for r in rows]
+        missing = [k for k in keys if k not in kept]
+        if missing:
+            texts = {}
+            for part, qs in _chunks([k[0] for k in missing]):
+                for id, kind, label, facts, tail in self.index.db.execute(
+                        f"SELECT id, kind, label, facts, tail FROM nodes WHERE id IN ({qs})",
+                        part):
+                    texts[id] = text_of(kind, label, json.loads(facts), json.loads(tail)["t"])
+            if len(kept) + len(missing) > VECTORS_KEPT:
+                kept.clear()
+            m = self.embedder.embed_matrix([texts.get(k[0], "") for k in missing])
+            kept.update(zip(missing, m))
+        if not keys:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([kept[k] for k in keys])
+
+    # --- the engine's search ------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5, *, kind: str | None = None,
+               areas: list[str] | None = None, scope: int | None = None,
+               prefer: list[str] | None = None, cross_area: float | None = None,
+               now: int | None = None) -> Found:
+        ix = self.index
+        now = ix.stat("clock") if now is None else now
+        areas = list(areas or [])
+        explained = route_explained(query)
+        if prefer is None:
+            prefer = areas if areas else [a for a, _ in explained]
+        discount = CROSS_AREA_DISCOUNT if cross_area is None else cross_area
+        for a in prefer:
+            AREA_CODE[a]  # noqa: B018 - an unknown area is an error, as in the engine
+        s, rows = self.scores(query, list(prefer), discount)
+        exclude = self._out_of_scope(scope, now, s) if scope is not None else set()
+        for i in s:
+            r = rows[i]
+            if ((kind is not None and r.kind != kind) or (areas and r.area not in areas)
+                    or i in exclude):
+                s[i] = -1.0
+        hits = self._expand(s, k, kind, set(areas), scope, now)
+        if areas:
+            why = "areas given: " + ", ".join(areas) + " (filter and preference)"
+        elif prefer and explained and prefer == [a for a, _ in explained]:
+            why = "routed by cue words: " + "; ".join(
+                f"{a} ({', '.join(c)})" for a, c in explained)
+        elif prefer:
+            why = "preferred areas: " + ", ".join(prefer)
+        else:
+            why = "no cue words: every area weighs the same"
+        return Found(hits=hits, routed=list(prefer), cues={a: c for a, c in explained},
+                     why=why, path="index", scorer=self.name)
+
+    def _out_of_scope(self, project: int, now: int, ids) -> set[int]:
+        """``Graph.out_of_scope`` restricted to ``ids``: attached by a live PartOf to a
+        project other than ``project``, and not to ``project`` itself."""
+        ids = list(ids)
+        mine, other = set(), set()
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for src, dst in self.index.db.execute(
+                    "SELECT e.src, e.dst FROM edges e JOIN nodes n ON n.id = e.dst "
+                    f"WHERE e.src IN ({','.join('?' * len(part))}) AND e.kind='PartOf' "
+                    "AND e.invalid_at IS NULL AND e.weight > 0 AND e.valid_from <= ? "
+                    "AND n.kind='Entity' AND substr(n.label, 1, 8)='project '",
+                    (*part, now)):
+                (mine if dst == project else other).add(src)
+        return other - mine
+
+    def _expand(self, s: dict, k: int, kind, areas, scope, now) -> list[Hit]:
+        """``RecallEngine._expand`` over the candidates' scores."""
+        if k <= 0:
+            return []
+        pos = [(sc, i) for i, sc in s.items() if sc > SEED_MIN]
+        if not pos:
+            return []
+        m = max(4 * k, 32)
+        if len(pos) > m:
+            t = heapq.nlargest(m, (sc for sc, _ in pos))[-1]
+            pos = [(sc, i) for sc, i in pos if sc >= t]
+        seeds = sorted(pos, key=lambda x: (-x[0], x[1]))
+        final: dict[int, list] = {nid: [sc, False] for sc, nid in seeds}
+        top = [sc for sc, _ in seeds[:k]]
+        kth = top[-1] if len(top) >= k else float("-inf")
+        ix = self.index
+        for sc, nid in seeds:
+            if sc * 0.5 < kth:
+                break  # no neighbour of this or any weaker seed can reach the top k
+            changed = False
+            for e in ix.edges_of(nid):
+                _eid, src, dst, _kind, w, valid_from, invalid_at = e[:7]
+                if not (invalid_at is None and now >= valid_from and w > 0.0):
+                    continue
+                nb = dst if src == nid else src
+                if nb == nid or s.get(nb, 0.0) > SEED_MIN:
+                    continue  # a seed keeps its own score
+                if nb not in s and self._own_cosine(nb) > SEED_MIN:
+                    continue  # so does one outside the candidates (a slot collision)
+                if not self._passes(nb, kind, areas, scope, now):
+                    continue
+                boosted = f32(sc * 0.5 * (w if w > _F32_01 else _F32_01))
+                cur = final.get(nb)
+                if cur is None:
+                    final[nb] = [boosted, True]
+                    changed = True
+                elif boosted > cur[0]:
+                    cur[0] = boosted
+                    changed = True
+            if changed and len(final) >= k:
+                kth = heapq.nlargest(k, (v[0] for v in final.values()))[-1]
+        ranked = sorted(final.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+        return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in ranked]
+
+    def _own_cosine(self, nid: int) -> float:
+        text = self.index.node_text(nid)
+        if text is None:
+            return 0.0
+        return float(self.embedder.embed(text) @ self._qv) * self.params.hashing
+
+    def _passes(self, nid: int, kind, areas, scope, now) -> bool:
+        r = self.index.db.execute("SELECT kind, area, deleted FROM nodes WHERE id=?",
+                                  (nid,)).fetchone()
+        if r is None or r[2] or (kind is not None and r[0] != kind) or (
+                areas and r[1] not in areas):
+            return False
+        return not (scope is not None and self._out_of_scope(scope, now, [nid]))
+
+
+__all__ = ["IndexSearch"]
