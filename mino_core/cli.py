@@ -109,17 +109,14 @@ def _fail(message: str, code: int = 2):
 
 
 def _host():
-    from .config import ConfigError, home_dir, load_config
-    from .plugins import PluginContext, build_host
+    from .config import ConfigError, home_dir
     from .session import project_root
+    from .startup import checked_host
 
-    home = home_dir()
     try:
-        config = load_config(home)
+        return checked_host(home_dir(), project_root(), lambda line: echo(line, err=True))
     except ConfigError as exc:
         _fail(str(exc))
-    context = PluginContext(home=home, project_root=project_root(), config=config)
-    return build_host(context), context
 
 
 @click.group(cls=PromptGroup, invoke_without_command=True,
@@ -283,10 +280,14 @@ def plugins(as_json):
 @click.option("--all", "every", is_flag=True, help="Every project's sessions, with their folder.")
 def sessions(every):
     """List this project's sessions, newest first (mino --resume ID continues one)."""
-    from .config import home_dir
+    from .config import ConfigError, ensure_home, home_dir
     from .session import project_root
     from .sessionlog import list_sessions
 
+    try:
+        ensure_home(home_dir())
+    except ConfigError as exc:
+        _fail(str(exc))
     found = list_sessions(home_dir() / "sessions", None if every else project_root(), with_empty=False)
     if not found:
         echo("No sessions yet." if every else

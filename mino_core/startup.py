@@ -36,13 +36,12 @@ def _with_allow(config: dict[str, Any], rules: list[str]) -> None:
     config["permissions"] = section
 
 
-def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, allow=(),
-                make_client=None, banner: bool = False):
-    """The Agent, on a checked configuration. Warnings go to ``ui.notice``; any error (a
-    core key with a wrong value, a home folder mino cannot use) raises ConfigError whose
-    message is every problem, one per line. ``make_client(settings)``: the model client
-    (default: ``ModelClient``)."""
-    from .agent import Agent
+def checked_host(home: Path, project_root: Path, notice, allow=()):
+    """The plugin host, on config.yaml checked against the core's and the plugins' schemas.
+
+    Warnings go to ``notice``; any error (a core key with a wrong value, a home folder mino
+    cannot use) raises ConfigError whose message is every problem, one per line. The host's
+    ``context.config`` is the checked configuration (``--allow`` rules added)."""
     from .config_schema import check, plugin_schemas
     from .plugins import PluginContext, build_host
 
@@ -57,16 +56,26 @@ def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, al
     if report.errors:
         raise ConfigError("\n".join(report.lines()))
     for line in report.lines():
-        ui.notice(line)
+        notice(line)
     config.clear()
     config.update(cleaned)  # the same dict the host's context holds: plugins see defaults
     _with_allow(config, rules)
+    return host, context
+
+
+def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, allow=(),
+                make_client=None, banner: bool = False):
+    """The Agent, on a checked configuration (``checked_host``); warnings go to
+    ``ui.notice``. ``make_client(settings)``: the model client (default: ``ModelClient``)."""
+    from .agent import Agent
+
+    host, context = checked_host(home, project_root, ui.notice, allow)
     client = None
     if make_client is not None:
         from .config import model_settings
 
-        client = make_client(model_settings(config))
-    agent = Agent(home=home, project_root=project_root, ui=ui, config=config, host=host,
+        client = make_client(model_settings(context.config))
+    agent = Agent(home=home, project_root=project_root, ui=ui, config=context.config, host=host,
                   client=client, verbose=verbose)
     if banner:
         ui.line(banner_line(agent))

@@ -220,3 +220,18 @@ def test_an_unreadable_home_is_one_line(tmp_path, scripted_server):
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_subcommands_check_too(tmp_path, scripted_server):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("memory: 3\n")
+    for args in (["memory", "stats"], ["plugins"]):
+        result = run(home, scripted_server.base_url, *args)
+        assert result.returncode == 2, args
+        _one_line(result.stderr, home, "memory", "found 3", "error")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    result = run(afile, scripted_server.base_url, "sessions")
+    assert result.returncode == 2 and "is a file, not a folder" in result.stderr
+    assert "Traceback" not in result.stderr and "unexpected error" not in result.stderr
