@@ -235,3 +235,16 @@ def test_subcommands_check_too(tmp_path, scripted_server):
     result = run(afile, scripted_server.base_url, "sessions")
     assert result.returncode == 2 and "is a file, not a folder" in result.stderr
     assert "Traceback" not in result.stderr and "unexpected error" not in result.stderr
+
+
+def test_the_tools_fs_schema_names_the_plugins_own_defaults():
+    from mino_tools_fs import bash, files, plugin
+
+    props = plugin.config_schema(None)["tools-fs"]["properties"]
+    assert props["bash_timeout"]["default"] == bash.DEFAULT_TIMEOUT
+    assert props["bash_timeout"]["maximum"] == bash.MAX_TIMEOUT
+    assert props["bash_output_cap"]["default"] == bash.DEFAULT_CAP
+    assert props["read_lines"]["default"] == files.READ_LINES
+    assert props["read_bytes"]["default"] == files.READ_BYTES
+    assert props["list_cap"]["default"] == files.LIST_CAP
+    assert props["search_cap"]["default"] == files.SEARCH_CAP

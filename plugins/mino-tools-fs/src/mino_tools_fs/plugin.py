@@ -84,16 +84,15 @@ def config_schema(context: PluginContext) -> dict:
     """``tools-fs:`` in config.yaml, checked when mino starts (a wrong value: its default).
     ``hide`` is checked by the sandbox itself: a bad list turns the sandbox off (every Bash
     command asks), which is safer than dropping the paths the person wanted hidden."""
-    from .bash import DEFAULT_CAP, DEFAULT_TIMEOUT, MAX_TIMEOUT
-    from .files import LIST_CAP, READ_BYTES, READ_LINES, SEARCH_CAP
-
+    # The defaults as numbers, not imported: bash and files load only when tools are
+    # collected (mino-core's tests check these equal bash.py's and files.py's).
     return {"tools-fs": {"type": "object", "additionalProperties": False, "properties": {
-        "bash_timeout": _positive(DEFAULT_TIMEOUT, MAX_TIMEOUT),
-        "bash_output_cap": _positive(DEFAULT_CAP),
+        "bash_timeout": _positive(120, 600),
+        "bash_output_cap": _positive(30_000),
         "sandbox": {"type": "boolean", "default": True},
         "hide": {"description": "a list of paths the sandbox hides"},
-        "read_lines": _positive(READ_LINES),
-        "read_bytes": _positive(READ_BYTES),
-        "list_cap": _positive(LIST_CAP),
-        "search_cap": _positive(SEARCH_CAP),
+        "read_lines": _positive(2000),
+        "read_bytes": _positive(100_000),
+        "list_cap": _positive(1000),
+        "search_cap": _positive(200),
     }}}
