@@ -76,19 +76,8 @@ __all__ = [
 SCORER_NAME = "hybrid-v1"
 
 from .words import (_RELATIVE_TIME, _RELATIVE_TIME_STEMS, _STEMS, _TEMPORAL_QUERY,  # noqa: F401
-                    _WORD, _WORD_OR_NUL, ENTITY_KEYS, STOPWORDS, is_temporal_query, stem,
-                    tokenize)
-
-
-@dataclass(frozen=True)
-class HybridParams:
-    k1: float = 1.2
-    b: float = 0.75
-    neighbour: float = 0.5
-    cluster: float = 0.5
-    hashing: float = 0.2
-    entity: float = 0.5
-    temporal: float = 0.3
+                    _WORD, _WORD_OR_NUL, ENTITY_KEYS, STOPWORDS, HybridParams,
+                    is_temporal_query, stem, tokenize)
 
 
 _BASE = object()  # "not materialised yet: read it from the loaded state"

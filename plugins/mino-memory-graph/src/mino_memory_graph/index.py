@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 import os
 import sqlite3
 import sys
@@ -78,7 +79,7 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
 CREATE TABLE blocks(i INTEGER PRIMARY KEY, digest BLOB NOT NULL);
 CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, area TEXT, label TEXT,
     deleted INTEGER, useful INTEGER, unhelpful INTEGER, created_at INTEGER,
-    nlog INTEGER, facts TEXT, tail TEXT, context TEXT, live INTEGER,
+    nlog INTEGER, facts TEXT, vec BLOB, context TEXT, live INTEGER,
     words TEXT, wlen INTEGER, parent INTEGER, entity TEXT, temporal INTEGER);
 CREATE INDEX nodes_parent ON nodes(parent, id) WHERE parent IS NOT NULL;
 CREATE INDEX nodes_entity ON nodes(entity) WHERE entity IS NOT NULL;
@@ -147,14 +148,16 @@ class _Sink:
             return rows[id]
         r = self.db.execute(
             "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, tail, context, live, words, wlen, parent FROM nodes WHERE id=?",
+            "facts, context, live, words, wlen, parent FROM nodes WHERE id=?",
             (id,)).fetchone()
         if r is None:
             return None
-        tail = _loads(r[9])
-        row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), tail["t"],
-               tail["r"], _loads(r[10]) if r[10] else None, r[11], False, False, None,
-               r[12], r[13], r[14]]
+        t3 = [[k, d] for k, d in self.db.execute(
+            "SELECT kind, detail FROM log WHERE node=? ORDER BY seq DESC LIMIT 3", (id,))]
+        t3.reverse()
+        row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), t3,
+               None, _loads(r[9]) if r[9] else None, r[10], False, False, None,
+               r[11], r[12], r[13]]
         rows[id] = row
         self.indb.add(id)
         return row
@@ -186,11 +189,6 @@ class _Sink:
         t3.append([kind, detail])
         if len(t3) > 3:
             del t3[0]
-        if kind not in FACT_LOG_KINDS:
-            r5 = row[R5]
-            r5.append([at, kind, detail])
-            if len(r5) > 5:
-                del r5[0]
         row[CHANGED] = row[TEXT] = True
 
     # --- the twelve operations (``model._appliers``' rules, over rows) ------------
@@ -202,7 +200,7 @@ class _Sink:
         def create_node(id, kind, label, at):
             if node(id) is not None:
                 raise ApplyError(f"node {id} exists")
-            row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], [], None,
+            row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], None, None,
                    None, True, True, None, None, 0, None]
             rows[id] = row
             # edges left dangling by an earlier hard delete of this id lead here again
@@ -328,7 +326,7 @@ class _Sink:
 
     def flush(self) -> None:
         db, st = self.db, self.stats
-        fts_del, fts_add, node_rows, logs = [], [], [], []
+        fts_del, fts_add, node_rows, logs, texts = [], [], [], [], []
         clusters: set[int] = set()
         for id, body, words, wlen, parent in self.purged:
             db.execute("DELETE FROM nodes WHERE id=?", (id,))
@@ -358,6 +356,7 @@ class _Sink:
                     toks = _words.tokenize(text)
                     words, wlen = " ".join(toks), len(toks)
                     fts_add.append((id, words))
+                    texts.append(text)
                     st["n_live"] += 1
                     st["w_total"] += wlen
                     temporal = int(any(t in _words._RELATIVE_TIME_STEMS for t in toks))
@@ -374,7 +373,7 @@ class _Sink:
             row[BODY] = body
             node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
-                              _dumps(row[FACTS]), _dumps({"t": row[T3], "r": row[R5]}),
+                              _dumps(row[FACTS]), None if row[TEXT] else _KEEP,
                               _dumps(row[CONTEXT]) if row[CONTEXT] else None, body,
                               words, wlen, row[PARENT], entity, temporal))
             if row[PENDING]:
@@ -383,6 +382,15 @@ class _Sink:
             db.executemany("INSERT INTO text(text, rowid, words) VALUES('delete', ?, ?)",
                            fts_del)
         if node_rows:
+            keep = {r[0] for r in node_rows if r[10] is _KEEP}
+            old = {}
+            for i in range(0, len(keep), 500):
+                part = list(keep)[i:i + 500]
+                old.update(db.execute(f"SELECT id, vec FROM nodes WHERE id IN "
+                                      f"({','.join('?' * len(part))})", part))
+            vecs = dict(zip((f[0] for f in fts_add), _sparse(texts)))
+            node_rows = [r[:10] + (vecs.get(r[0]) if r[10] is None else old.get(r[0]),)
+                         + r[11:] for r in node_rows]
             db.executemany("INSERT OR REPLACE INTO nodes VALUES "
                            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
         if logs:
@@ -457,6 +465,41 @@ class _Sink:
                 st["c_total"] += wlen
 
 
+_KEEP = object()  # a node row whose vector did not change
+_EMBEDDER = []
+
+
+def _sparse(texts: list[str]) -> list[bytes]:
+    """The hashing-v1 vectors of ``texts``, each as its nonzero slots (one byte each)
+    followed by their float32 values: what ``Index.vector`` reads back."""
+    if not texts:
+        return []
+    import numpy as np
+
+    if not _EMBEDDER:
+        from .embed import HashingEmbedder
+
+        _EMBEDDER.append(HashingEmbedder())
+    m = _EMBEDDER[0].embed_matrix(texts)
+    out = []
+    for v in m:
+        nz = np.flatnonzero(v)
+        out.append(nz.astype(np.uint8).tobytes() + v[nz].astype("<f4").tobytes())
+    return out
+
+
+def unpack_vector(blob: bytes | None):
+    """``(slots, values)`` of a stored vector (see ``_sparse``)."""
+    if not blob:
+        return b"", ()
+    n = len(blob) // 5
+    vals = array("f")
+    vals.frombytes(blob[n:])
+    if sys.byteorder != "little":
+        vals.byteswap()
+    return blob[:n], vals
+
+
 def _entity(facts) -> str | None:
     """hybrid-v1's entity of a node: its current fact under the first ``ENTITY_KEYS``
     key that has one, as words (None when none)."""
@@ -527,6 +570,7 @@ class Index:
         db.execute("PRAGMA temp_store=MEMORY")
         self.db = db
         self._ino = os.stat(self.path).st_ino
+        self._journal_ino = self.journal.ino
         if create:
             db.executescript(_DDL)
             db.executemany("INSERT INTO meta VALUES (?, ?)", [
@@ -564,6 +608,7 @@ class Index:
             if why:
                 raise IndexInvalid(why)
         self.offset = off
+        self._journal_ino = self.journal.ino
 
     def _stat(self) -> str:
         """The journal's size, inode and change times: equal to what the last update
@@ -609,6 +654,8 @@ class Index:
         """Apply the journal past ``offset`` (caller holds a journal lock); returns the
         number of operations read. Safe against another process doing the same."""
         j = self.journal
+        if j.ino != self._journal_ino:  # the journal was replaced: does it extend ours?
+            self._validate()
         try:
             replaced = os.stat(self.path).st_ino != self._ino
         except FileNotFoundError:
@@ -704,7 +751,7 @@ class Index:
     def row(self, id: int):
         return self.db.execute(
             "SELECT id, kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, tail, context FROM nodes WHERE id=?", (id,)).fetchone()
+            "facts, context FROM nodes WHERE id=?", (id,)).fetchone()
 
     def parent_of(self, id: int) -> int | None:
         """hybrid-v1's cluster parent of a node (None: in no cluster)."""
@@ -714,11 +761,27 @@ class Index:
     def exists(self, id: int) -> bool:
         return self.row(id) is not None
 
+    def _last(self, id: int, n: int, facts: bool = True) -> list[tuple]:
+        """A node's last ``n`` log entries ``(at, kind, detail)``, oldest first (without
+        fact entries unless ``facts``)."""
+        q = "SELECT at, kind, detail FROM log WHERE node=? "
+        if not facts:
+            q += "AND kind NOT IN ('fact_added', 'fact_superseded') "
+        out = self.db.execute(q + "ORDER BY seq DESC LIMIT ?", (id, n)).fetchall()
+        out.reverse()
+        return out
+
     def node_text(self, id: int) -> str | None:
         r = self.row(id)
         if r is None or r[4]:
             return None
-        return text_of(r[1], r[3], _loads(r[9]), _loads(r[10])["t"])
+        return text_of(r[1], r[3], _loads(r[9]), [(k, d) for _, k, d in self._last(id, 3)])
+
+    def vector(self, id: int):
+        """A live node's stored hashing-v1 vector as ``(slots, values)``."""
+        r = self.db.execute("SELECT vec FROM nodes WHERE id=? AND deleted=0",
+                            (id,)).fetchone()
+        return unpack_vector(r[0] if r else None)
 
     def state_of(self, id: int) -> str:
         """``Graph.state_of``, from the node's row."""
@@ -726,8 +789,8 @@ class Index:
         if r is None:
             raise KeyError(f"node {id} missing")
         id, kind, area, label, _deleted, useful, unhelpful = r[:7]
-        facts, tail = _loads(r[9]), _loads(r[10])
-        context = _loads(r[11]) if r[11] else []
+        facts = _loads(r[9])
+        context = _loads(r[10]) if r[10] else []
         out = [f"[{kind}/{area}] {label} #{id}", "facts:"]
         retired = 0
         for f in facts:
@@ -740,7 +803,7 @@ class Index:
             out.append(f"  ({retired} earlier {noun} kept in history; "
                        "only the facts above are current)")
         out.append("recent log:")
-        for at, k, d in tail["r"]:
+        for at, k, d in self._last(id, 5, facts=False):
             out.append(f"  [{at}] {k}: {d}")
         out.append(f"context chunks: {len(context)}")
         for c in context:
@@ -784,7 +847,7 @@ class Index:
             terms))
 
     def lexical(self, terms, k: int = 200, *, clusters: bool = False,
-                dfs: dict | None = None, max_df: float = 0.1) -> list[int]:
+                dfs: dict | None = None, max_df: float = 0.02) -> list[int]:
         """Up to ``k`` live nodes (or clusters) holding any of ``terms`` (hybrid-v1
         words), best FTS5 BM25 first.
 
@@ -805,14 +868,40 @@ class Index:
             (match, k))]
 
     def counts(self) -> dict:
+        """``Graph.counts``, from the index."""
         db = self.db
-        live = db.execute("SELECT count(*) FROM nodes WHERE deleted=0").fetchone()[0]
-        return {"nodes": live,
-                "soft_deleted": db.execute("SELECT count(*) FROM nodes WHERE deleted=1")
-                .fetchone()[0],
-                "edges": db.execute("SELECT count(*) FROM edges").fetchone()[0],
-                "offset": self.meta("offset"), "ops": self.meta("ops"),
-                "clock": self.meta("clock")}
+        by_kind = {k: 0 for k in _ops.NODE_KINDS}
+        by_area = {a: 0 for a in _ops.AREAS}
+        soft = facts = retired = 0
+        for kind, area, deleted, fj in db.execute(
+                "SELECT kind, area, deleted, facts FROM nodes"):
+            if deleted:
+                soft += 1
+                continue
+            by_kind[kind] += 1
+            by_area[area] += 1
+            if fj != "[]":
+                for f in _loads(fj):
+                    if f[4]:
+                        facts += 1
+                    else:
+                        retired += 1
+        nn, ne, nf, clock = self.counters()
+        return {
+            "nodes": sum(by_kind.values()), "soft_deleted": soft,
+            "edges": db.execute("SELECT count(*) FROM edges").fetchone()[0],
+            "live_edges": db.execute(
+                "SELECT count(*) FROM edges WHERE invalid_at IS NULL AND weight > 0 "
+                "AND valid_from <= ?", (clock,)).fetchone()[0],
+            "facts": facts, "retired_facts": retired, "by_kind": by_kind, "by_area": by_area,
+            "episodes": by_kind["TaskEpisode"],
+            "next_ids": {"node": nn, "edge": ne, "fact": nf}, "clock": clock,
+        }
+
+    def last_at(self, id: int) -> int:
+        """The newest ``at`` in a node's log (0 when none)."""
+        r = self.db.execute("SELECT max(at) FROM log WHERE node=?", (id,)).fetchone()
+        return r[0] or 0
 
     def snapshot(self):
         """Everything derived, in ``graph_snapshot``'s shape (for ``check``: compare
@@ -867,6 +956,15 @@ def compare(ix: Index, g) -> str | None:
     for id, n in g.nodes.items():
         if ix.state_of(id) != g.state_of(id):
             return f"node {id}'s state text differs"
+    live = sorted(id for id, n in g.nodes.items() if not n.deleted)
+    for i in range(0, len(live), 2000):
+        part = live[i:i + 2000]
+        want = _sparse([g.node_text(id) for id in part])
+        got = dict(ix.db.execute(f"SELECT id, vec FROM nodes WHERE id IN "
+                                 f"({','.join('?' * len(part))})", part))
+        for id, w in zip(part, want):
+            if got.get(id) != w:
+                return f"node {id}'s hashing-v1 vector differs"
     return None
 
 

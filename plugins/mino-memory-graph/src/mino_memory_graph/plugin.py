@@ -52,11 +52,12 @@ def _open(context):
     from .store import Store
 
     try:
-        store = Store.open(home=context.home, config=context.config)
+        store = Store.open(home=context.home, config=context.config, lazy=True)
     except OSError as e:
         raise click.ClickException(f"cannot open the memory journal: {e}") from None
-    if store.report.quarantined:
-        click.echo(f"warning: {store.report.quarantined} bad journal line(s) skipped (kept in "
+    bad = store.quarantined_total()
+    if bad:
+        click.echo(f"warning: {bad} bad journal line(s) skipped (kept in "
                    f"{store.journal.corrupt_path}); `mino memory check` lists them", err=True)
     return store
 

@@ -42,7 +42,7 @@ dimensions it uses: the same numbers as a dense mat-vec, from a fraction of the 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -50,13 +50,10 @@ import numpy as np
 from .model import Graph, f32
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained
 
-USEFULNESS_BIAS = 0.02
-SEED_MIN = 1e-6
-_F32_01 = f32(0.1)
+from .results import (AREA_CODE, KIND_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
+                      Hit, area_names)
 
-KIND_CODE = {"Aspect": 0, "TaskEpisode": 1, "Entity": 2, "Harness": 3, "Outcome": 4}
-AREA_CODE = {"Episodic": 0, "Semantic": 1, "Procedural": 2, "Spatial": 3, "Salience": 4,
-             "Executive": 5}
+_F32_01 = f32(0.1)
 
 
 @dataclass
@@ -186,25 +183,6 @@ class MnemoScorer:
         else:  # a read-only view of the cache file: copied on the first write
             self.mt, self.cap = mt, n
         return True
-
-
-@dataclass
-class Hit:
-    node: int
-    score: float
-    via_graph: bool
-
-
-@dataclass
-class Found:
-    """What one search found, and how it got there."""
-
-    hits: list[Hit]
-    routed: list[str]
-    cues: dict[str, list[str]] = field(default_factory=dict)
-    why: str = ""
-    path: str = "brute"
-    scorer: str = ""
 
 
 class RecallEngine:
@@ -435,19 +413,24 @@ class RecallEngine:
         return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in ranked]
 
 
-def area_names(areas: list[str]) -> str:
-    return ", ".join(areas) if areas else "all"
+def recall_block(graph: Graph | None, query: str, found: Found, *, state_of=None,
+                 last_at=None) -> str:
+    """The text a model reads: each hit with its state inlined, then a provenance line.
 
+    ``state_of(id)`` / ``last_at(id)`` read the nodes when no graph is given (the index)."""
+    if graph is not None:
+        state_of = graph.state_of
 
-def recall_block(graph: Graph, query: str, found: Found) -> str:
-    """The text a model reads: each hit with its state inlined, then a provenance line."""
+        def last_at(id):
+            node = graph.nodes.get(id)
+            return node.last_at() if node else 0
     out = [f'[memory recall "{query}"]', "", f"routed areas: {area_names(found.routed)}", ""]
     hits = found.hits
     for i, h in enumerate(hits):
         via = ", via graph" if h.via_graph else ""
         out.append(f"hit {i + 1}/{len(hits)} (score {h.score:.3f}{via})")
         try:
-            state = graph.state_of(h.node)
+            state = state_of(h.node)
         except KeyError:
             state = ""
         out.extend("  " + line for line in state.splitlines())
@@ -455,8 +438,7 @@ def recall_block(graph: Graph, query: str, found: Found) -> str:
             out.append("")
     newest, newest_id = 0, None
     for h in hits:
-        node = graph.nodes.get(h.node)
-        at = node.last_at() if node else 0
+        at = last_at(h.node)
         if at > newest:
             newest, newest_id = at, h.node
     if newest_id is None and hits:

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import json
 import math
 
 from . import words as _words
-from .index import Index, text_of
+from .index import Index, unpack_vector
 from .model import f32
-from .recall import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit
+from .results import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained
+from .words import HybridParams
 
 CANDIDATES = 256
 CLUSTERS = 32
@@ -44,11 +44,8 @@ _F32_01 = f32(0.1)
 NAME = "hybrid-v1+mnemo-cosine/hashing-v1"
 
 
-VECTORS_KEPT = 1 << 16  # hashing vectors kept between searches (by node and log length)
-
-
 class _Row:
-    __slots__ = ("id", "kind", "area", "label", "deleted", "useful", "unhelpful", "nlog",
+    __slots__ = ("id", "kind", "area", "label", "deleted", "useful", "unhelpful", "vec",
                  "words", "wlen", "parent", "entity", "temporal")
 
 
@@ -63,11 +60,11 @@ def _rows(ix: Index, ids) -> dict[int, _Row]:
     out = {}
     for part, qs in _chunks(ids):
         for r in ix.db.execute(
-                "SELECT id, kind, area, label, deleted, useful, unhelpful, nlog, words, "
+                "SELECT id, kind, area, label, deleted, useful, unhelpful, vec, words, "
                 f"wlen, parent, entity, temporal FROM nodes WHERE id IN ({qs})", part):
             row = _Row()
             (row.id, row.kind, row.area, row.label, row.deleted, row.useful, row.unhelpful,
-             row.nlog, row.words, row.wlen, row.parent, row.entity, row.temporal) = r
+             row.vec, row.words, row.wlen, row.parent, row.entity, row.temporal) = r
             out[row.id] = row
     return out
 
@@ -101,15 +98,11 @@ class IndexSearch:
     name = NAME
 
     def __init__(self, index: Index, embedder=None, params=None):
-        from .hybrid import HybridParams
-
         self.index = index
         self.params = params or HybridParams()
         self._embedder = embedder
         self._entities = (None, [])
-        # (node, label, log length) -> its hashing-v1 vector: a node's text changes only
-        # with a new log entry, so the key names one text
-        self._vectors: dict = {}
+        self._qv: dict[int, float] = {}
 
     @property
     def embedder(self):
@@ -128,10 +121,20 @@ class IndexSearch:
 
     # --- scoring --------------------------------------------------------------------
 
+    def query_vector(self, text: str) -> dict[int, float]:
+        """The query's hashing-v1 vector as ``{slot: weight}`` (``embed``'s numbers
+        in float64, without numpy)."""
+        feats = self.embedder.features(text)
+        norm = math.sqrt(sum(w * w for w in feats.values()))
+        return {s: w / norm for s, w in feats.items()} if norm else {}
+
+    def cosine(self, blob) -> float:
+        slots, vals = unpack_vector(blob)
+        q = self._qv
+        return sum(v * q.get(s, 0.0) for s, v in zip(slots, vals))
+
     def scores(self, query: str, prefer: list[str], discount: float) -> tuple[dict, dict]:
         """``({node: final seed score}, rows)`` for the candidates of ``query``."""
-        import numpy as np
-
         ix, p = self.index, self.params
         expanded = expand_query_aliases(query)
         terms = set(_words.tokenize(expanded))
@@ -188,53 +191,36 @@ class IndexSearch:
         ids = sorted(i for i, r in rows.items() if not r.deleted)
         if not ids:
             return {}, rows
-        qv = self._qv = self.embedder.embed(expanded)
-        cos = self._vectors_of([rows[i] for i in ids]) @ qv
-        out = cos.astype(np.float64) * p.hashing
-        out += np.array([lex.get(i, 0.0) for i in ids])
-        out += np.array([nb.get(i, 0.0) for i in ids]) * p.neighbour
-        out += np.array([cl.get(rows[i].parent, 0.0) if rows[i].parent is not None else 0.0
-                         for i in ids])
-        out /= 1.0 + p.neighbour + p.cluster + p.hashing
+        self._qv = self.query_vector(expanded)
+        denom = 1.0 + p.neighbour + p.cluster + p.hashing
+        ent = None
         if p.entity:
             qwords = set(_words._WORD.findall(expanded.lower()))
-            ent = [e for e in self._entity_keys() if all(t in qwords for t in e.split())]
-            if len(ent) == 1:
-                out *= np.array([1.0 + p.entity if rows[i].entity == ent[0] else 1.0
-                                 for i in ids])
-        if p.temporal and _words.is_temporal_query(expanded):
-            out *= np.array([1.0 + p.temporal if rows[i].temporal else 1.0 for i in ids])
-        s = out.astype(np.float32)
-        if prefer:
-            pref = set(prefer)
-            s *= np.array([1.0 if rows[i].area in pref else discount for i in ids],
-                          dtype=np.float32)
-        votes = np.array([rows[i].useful - rows[i].unhelpful for i in ids], dtype=np.float32)
-        if votes.any():
-            s += votes * np.float32(USEFULNESS_BIAS)
-        return dict(zip(ids, s.tolist())), rows
-
-    def _vectors_of(self, rows: list):
-        """The hashing-v1 vectors of ``rows`` (a float32 matrix), embedded once per text."""
-        import numpy as np
-
-        kept = self._vectors
-        keys = [(r.id, r.label, r.nlog) for r in rows]
-        missing = [k for k in keys if k not in kept]
-        if missing:
-            texts = {}
-            for part, qs in _chunks([k[0] for k in missing]):
-                for id, kind, label, facts, tail in self.index.db.execute(
-                        f"SELECT id, kind, label, facts, tail FROM nodes WHERE id IN ({qs})",
-                        part):
-                    texts[id] = text_of(kind, label, json.loads(facts), json.loads(tail)["t"])
-            if len(kept) + len(missing) > VECTORS_KEPT:
-                kept.clear()
-            m = self.embedder.embed_matrix([texts.get(k[0], "") for k in missing])
-            kept.update(zip(missing, m))
-        if not keys:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([kept[k] for k in keys])
+            found = [e for e in self._entity_keys() if all(t in qwords for t in e.split())]
+            ent = found[0] if len(found) == 1 else None
+        temporal = p.temporal and _words.is_temporal_query(expanded)
+        pref = set(prefer)
+        out = {}
+        for i in ids:
+            r = rows[i]
+            v = f32(self.cosine(r.vec)) * p.hashing
+            v += lex.get(i, 0.0)
+            v += nb.get(i, 0.0) * p.neighbour
+            if r.parent is not None:
+                v += cl.get(r.parent, 0.0)
+            v /= denom
+            if ent is not None and r.entity == ent:
+                v *= 1.0 + p.entity
+            if temporal and r.temporal:
+                v *= 1.0 + p.temporal
+            v = f32(v)
+            if pref and r.area not in pref:
+                v = f32(v * f32(discount))
+            net = r.useful - r.unhelpful
+            if net:
+                v = f32(v + f32(net * f32(USEFULNESS_BIAS)))
+            out[i] = v
+        return out, rows
 
     # --- the engine's search ------------------------------------------------------------
 
@@ -332,10 +318,9 @@ class IndexSearch:
         return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in ranked]
 
     def _own_cosine(self, nid: int) -> float:
-        text = self.index.node_text(nid)
-        if text is None:
-            return 0.0
-        return float(self.embedder.embed(text) @ self._qv) * self.params.hashing
+        r = self.index.db.execute("SELECT vec FROM nodes WHERE id=? AND deleted=0",
+                                  (nid,)).fetchone()
+        return self.cosine(r[0]) * self.params.hashing if r else 0.0
 
     def _passes(self, nid: int, kind, areas, scope, now) -> bool:
         r = self.index.db.execute("SELECT kind, area, deleted FROM nodes WHERE id=?",

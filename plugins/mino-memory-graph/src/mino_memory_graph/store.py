@@ -215,7 +215,7 @@ class Store:
     """An open Mnemo journal with its graph, recall engine and derived cache."""
 
     def __init__(self, path: Path, *, scorer=None, embedder=None, fsync: bool = True,
-                 use_cache: bool = True, use_index: bool = True):
+                 use_cache: bool = True, use_index: bool = True, lazy: bool = False):
         self.path = Path(path)
         self.journal = Journal(self.path)
         self.cache_path = self.path.with_suffix(".cache")
@@ -227,7 +227,9 @@ class Store:
         self._mutex = threading.RLock()
         self._writing = False
         self.offset = 0
-        self.graph = Graph()
+        self._graph: Graph | None = None  # built when first needed (see ``graph``)
+        self._held = ""  # "sh" / "ex" while this store holds the journal lock
+        self.lazy = lazy
         self._engine = None
         self.report = Report()        # everything this store has read so far
         self.loaded_from_cache = False
@@ -244,8 +246,13 @@ class Store:
     @classmethod
     def open(cls, path: Path | str | None = None, *, home=None, config: dict | None = None,
              scorer=None, embedder=None, fsync: bool = True,
-             use_cache: bool = True, use_index: bool | None = None) -> "Store":
-        """Open (creating if needed) the journal and load it, from the cache when valid."""
+             use_cache: bool = True, use_index: bool | None = None,
+             lazy: bool = False) -> "Store":
+        """Open (creating if needed) the journal and load it, from the cache when valid.
+
+        ``lazy``: open the index alone; the graph is built only when something needs it
+        (a write, the ``mnemo`` scorer, ``check``). A search, ``state``, ``history`` or
+        ``stats`` then never builds it: what ``mino memory`` commands use."""
         if path is None:
             path = resolve_journal_path(home, config)
         gcfg = ((config or {}).get("memory") or {}).get("graph") if config else None
@@ -261,7 +268,7 @@ class Store:
             use_index = str(gcfg.get("index", "on")).strip().lower() not in (
                 "off", "false", "no", "0")
         store = cls(Path(path), scorer=scorer, embedder=embedder, fsync=fsync,
-                    use_cache=use_cache, use_index=use_index)
+                    use_cache=use_cache, use_index=use_index, lazy=lazy)
         store._load()
         return store
 
@@ -295,9 +302,59 @@ class Store:
             self._index_search = IndexSearch(self.index)
         return self._index_search
 
+    @property
+    def graph(self) -> Graph:
+        """The graph in memory, for writes and the loop's planners. With the index
+        open it is built on first use (from the derived cache or the journal); a search,
+        ``state``, ``history`` or ``stats`` is answered from the index without it."""
+        if self._graph is None:
+            with self._mutex:
+                if self._held:  # this thread holds the journal lock already
+                    self._load_graph()
+                else:
+                    with self._locked(False):
+                        self._load_graph()
+        return self._graph
+
+    @contextmanager
+    def _locked(self, exclusive: bool):
+        """The journal lock, once per store (flock converts, and a nested unlock would
+        release the outer lock): an inner use under a held lock takes nothing."""
+        if self._held:
+            if exclusive and self._held != "ex":
+                raise RuntimeError("a write under a shared journal lock")
+            yield
+            return
+        with self.journal.locked(exclusive=exclusive):
+            self._held = "ex" if exclusive else "sh"
+            try:
+                yield
+            finally:
+                self._held = ""
+
+    @graph.setter
+    def graph(self, value: Graph) -> None:
+        self._graph = value
+
+    @property
+    def graph_built(self) -> bool:
+        return self._graph is not None
+
     def _load(self) -> None:
-        with self._mutex, self.journal.locked(exclusive=False):
+        with self._mutex, self._locked(False):
+            if self.use_index:
+                self._open_index()
+                if self.index is not None and self.lazy:
+                    self.offset = self.index.offset
+                    self.report = self.index.report
+                    return
+            self._load_graph()
+
+    def _load_graph(self) -> None:
+        """Build the graph (caller holds the mutex and a journal lock)."""
+        if True:
             self.graph = Graph()
+            self.report = Report()
             self._engine = None
             self.offset = 0
             self.loaded_from_cache = False
@@ -316,10 +373,15 @@ class Store:
             before = self.report.ops
             self._catch_up()
             self.ops_since_cache = self.report.ops - before
-            if self.use_index:
-                self._open_index()
 
     # --- the index (journal.index): in step with every append, under the same lock ----
+
+    def quarantined_total(self) -> int:
+        """Bad lines in the whole journal as far as known: the index counts them all;
+        the graph's report, what this open read."""
+        if self._graph is None and self.index is not None:
+            return self.index.stat("quarantined")
+        return self.report.quarantined
 
     def _open_index(self) -> None:
         """Open (rebuilding when needed) the index; caller holds a journal lock."""
@@ -358,6 +420,17 @@ class Store:
     def _catch_up(self) -> int:
         """Apply lines appended since ``offset`` (caller holds a lock). Returns ops read."""
         j = self.journal
+        if self._graph is None:  # the index alone
+            if j.replaced():
+                j.reopen()
+            before = self.index.ops_applied if self.index is not None else 0
+            self._index_catch_up()
+            if self.index is None:  # it failed for good: the graph takes over
+                self._load_graph()
+                return self.report.ops
+            self.offset = self.index.offset
+            self.report = self.index.report
+            return self.index.ops_applied - before
         if j.replaced():
             j.reopen()
             self.offset = j.size() + 1  # force the reload below
@@ -420,7 +493,7 @@ class Store:
 
     def refresh(self) -> int:
         """See other processes' writes now (shared lock). Returns lines read."""
-        with self._mutex, self.journal.locked(exclusive=False):
+        with self._mutex, self._locked(False):
             return self._catch_up()
 
     # --- writing ------------------------------------------------------------------
@@ -433,7 +506,7 @@ class Store:
                 raise RuntimeError("a write request is already open on this store")
             self._writing = True
             try:
-                with self.journal.locked(exclusive=True):
+                with self._locked(True):
                     self._catch_up()
                     self.graph.clock += 1
                     req = Request(self, self.graph.clock)
@@ -490,14 +563,13 @@ class Store:
         """The documented ``--json`` shape of a search (see README)."""
         t0 = time.perf_counter()
         found = self.search(query, k, **kw)
-        g = self.graph
         results = []
         for h in found.hits:
-            n = g.nodes.get(h.node)
+            n = self._node_facts(h.node)
             results.append({
                 "node": h.node, "score": round(float(h.score), 6), "via_graph": h.via_graph,
-                "label": n.label if n else "", "kind": n.kind if n else "",
-                "area": n.area if n else "", "state": g.state_of(h.node) if n else "",
+                "label": n[0] if n else "", "kind": n[1] if n else "",
+                "area": n[2] if n else "", "state": self._state_of(h.node) if n else "",
             })
         return {"query": query, "k": k, "routed": found.routed, "cues": found.cues,
                 "why": found.why, "path": found.path, "scorer": found.scorer,
@@ -511,28 +583,43 @@ class Store:
 
         found = self.search(query, k, areas=areas, scope=scope)
         with self._mutex:
-            block = recall_block(self.graph, query, found)
+            if self._graph is None:
+                block = recall_block(None, query, found, state_of=self.index.state_of,
+                                     last_at=self.index.last_at)
+            else:
+                block = recall_block(self.graph, query, found)
         return {"block": block, "routed": found.routed, "why": found.why,
                 "hits": [{"node": h.node, "score": h.score, "via_graph": h.via_graph}
                          for h in found.hits]}
 
+    def _node_facts(self, node: int):
+        """``(label, kind, area)`` of a node, None when it does not exist."""
+        if self._graph is None:
+            r = self.index.row(node)
+            return (r[3], r[1], r[2]) if r else None
+        n = self._graph.nodes.get(node)
+        return (n.label, n.kind, n.area) if n else None
+
+    def _state_of(self, node: int) -> str:
+        return (self.index if self._graph is None else self._graph).state_of(node)
+
     def state(self, node: int) -> str:
         self.refresh()
         try:
-            return self.graph.state_of(node)
+            return self._state_of(node)
         except KeyError:
             raise MemoryError_(f"node {node} does not exist") from None
 
     def history(self, node: int) -> dict:
         self.refresh()
         try:
-            return self.graph.history(node)
+            return (self.index if self._graph is None else self._graph).history(node)
         except KeyError:
             raise MemoryError_(f"node {node} does not exist") from None
 
     def stats(self) -> dict:
         self.refresh()
-        out = self.graph.counts()
+        out = (self.index if self._graph is None else self._graph).counts()
         out.update({"journal": str(self.path), "journal_bytes": self.offset,
                     "ops_read": self.report.ops, "quarantined": self.report.quarantined,
                     "skipped": self.report.skipped,
@@ -547,7 +634,7 @@ class Store:
 
     def save_cache(self) -> int:
         """Write the derived cache for the current state; returns its size in bytes."""
-        with self._mutex, self.journal.locked(exclusive=False):
+        with self._mutex, self._locked(False):
             self._catch_up()
             size = _cache.save(self.cache_path, self.journal, self.offset, self.graph,
                                self.engine, self._prefix_hash(self.offset))
@@ -555,7 +642,7 @@ class Store:
             return size
 
     def maybe_save_cache(self, min_ops: int = CACHE_MIN_OPS) -> bool:
-        if self.use_cache and self.ops_since_cache >= min_ops:
+        if self.use_cache and self._graph is not None and self.ops_since_cache >= min_ops:
             try:
                 self.save_cache()
                 return True
@@ -569,7 +656,7 @@ class Store:
         """Replay the whole journal afresh; report bad lines, and verify the cache."""
         from .cache import same_graph
 
-        with self._mutex, self.journal.locked(exclusive=False):
+        with self._mutex, self._locked(False):
             self._catch_up()
             read = self.journal.read
             g = Graph()
@@ -627,7 +714,8 @@ class Store:
             self.journal.close()
             if self._engine is not None and hasattr(self._engine.scorer, "release"):
                 self._engine.scorer.release()
-            self.graph.release()
+            if self._graph is not None:
+                self._graph.release()
 
     def __enter__(self):
         return self

@@ -4,6 +4,7 @@ index (``index.py``) tokenises with exactly the rules the scorer uses."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 ENTITY_KEYS = ("speaker", "author", "person", "who")
 
@@ -82,3 +83,14 @@ def is_temporal_query(query: str) -> bool:
 def entity_key(entity: str) -> str:
     """An entity's words as the scorer matches them (\"\" when none)."""
     return " ".join(_WORD.findall(entity.lower()))
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    k1: float = 1.2
+    b: float = 0.75
+    neighbour: float = 0.5
+    cluster: float = 0.5
+    hashing: float = 0.2
+    entity: float = 0.5
+    temporal: float = 0.3
