@@ -51,18 +51,48 @@ def done(**extra):
                           rss_mb=ru.ru_maxrss / 1024, **extra)))
 """
 
+# old: the graph in memory, from journal.cache when valid; index: what `mino memory`
+# commands open (the index alone, rebuilt when missing)
 OPEN_OLD = """
 from mino_memory_graph.store import Store
-s = Store.open(sys.argv[1], use_cache=sys.argv[2] == "cache")
+s = Store.open(sys.argv[1], use_cache=sys.argv[2] == "cache", use_index=False)
 done(ops=s.report.ops, from_cache=s.loaded_from_cache)
 """
 
 OPEN_INDEX = """
-from mino_memory_graph.index import Index
-from mino_memory_graph.journal import Journal
-j = Journal(sys.argv[1])
-ix = Index.open(j, rebuild=sys.argv[2] != "cache", progress=False)
-done(ops=ix.ops_applied, rebuilt=ix.rebuilt)
+from mino_memory_graph.store import Store
+s = Store.open(sys.argv[1], lazy=True)
+done(ops=s.index.ops_applied, rebuilt=s.index.rebuilt, note=s.index.note)
+"""
+
+# the index's own costs: a top-48 FTS5 BM25 query, and what one write request adds
+INDEX_COSTS = """
+import random
+from mino_memory_graph.store import Store
+from mino_memory_graph.words import tokenize
+s = Store.open(sys.argv[1], lazy=True)
+words = "deploy port fix the test run build error install config service pnpm cache".split()
+rnd = random.Random(3)
+qs = [tokenize(" ".join(rnd.choice(words) for _ in range(5))) for _ in range(50)]
+c = time.process_time(); w = time.perf_counter()
+for q in qs:
+    s.index.lexical(q, 48)
+lex = ((time.process_time() - c) / len(qs), (time.perf_counter() - w) / len(qs))
+rows = {}
+for use in (True, False, True, False, True, False):
+    t = Store.open(sys.argv[1], fsync=False, use_index=use, lazy=True)
+    t.graph
+    c = time.process_time()
+    for i in range(100):
+        with t.write() as r:
+            n = r.create_node("Aspect", f"bench memory {i} deploy port")
+            r.fact(n, "summary", "the deploy uses port 8081 " + str(i))
+            r.commit_log(n, "tool_call", "Bash(ls): ok")
+    rows.setdefault(use, []).append((time.process_time() - c) / 100)
+    t.close()
+done(lexical_cpu_ms=lex[0] * 1000, lexical_wall_ms=lex[1] * 1000,
+     write_cpu_ms_with_index=min(rows[True]) * 1000,
+     write_cpu_ms_without=min(rows[False]) * 1000)
 """
 
 TURN = """
@@ -71,12 +101,13 @@ from pathlib import Path
 from mino_core import Status, ToolCall, ToolOutcome, ToolResult
 from mino_memory_graph import loop
 home, project = Path(sys.argv[1]), Path(sys.argv[2])
+config = json.loads(sys.argv[4])
 class Session(SimpleNamespace):
     def notice(self, text):
         pass
     def denied(self, name, arguments):
         return None
-session = Session(id="b" * 32, home=home, project_root=project, config={}, state={},
+session = Session(id="b" * 32, home=home, project_root=project, config=config, state={},
                   mode="manual")
 words = "deploy port fix the test run build error install config service pnpm cache".split()
 import random
@@ -132,6 +163,9 @@ def figures(journal: Path, design: str, runs: int, turns: int) -> dict:
         size = jpath.stat().st_size
         code = OPEN_OLD if design == "old" else OPEN_INDEX
         derived = jpath.with_suffix(".cache" if design == "old" else ".index")
+        config = {"memory": {"graph": {"index": "off"}}} if design == "old" else {}
+        if config:
+            (home / "config.yaml").write_text("memory:\n  graph:\n    index: off\n")
         reps = []
         for _ in range(max(1, runs // 2)):
             derived.unlink(missing_ok=True)
@@ -143,7 +177,7 @@ def figures(journal: Path, design: str, runs: int, turns: int) -> dict:
         out["replay"]["ops_per_s_cpu"] = round(ops / out["replay"]["cpu"])
         if design == "old":
             child("from mino_memory_graph.store import Store\n"
-                  "Store.open(sys.argv[1]).save_cache()\ndone()", str(jpath))
+                  "Store.open(sys.argv[1], use_index=False).save_cache()\ndone()", str(jpath))
         else:
             child(code, str(jpath), "none")
         out["open"] = med([child(code, str(jpath), "cache") for _ in range(runs)],
@@ -153,21 +187,27 @@ def figures(journal: Path, design: str, runs: int, turns: int) -> dict:
                        "ratio": round(derived.stat().st_size / size, 2)}
         env = dict(os.environ, MINO_HOME=str(home))
         env.pop("OPENAI_API_KEY", None)
-        if design == "index":
-            env["MINO_GRAPH_SEARCH"] = "index"
-        helps, searches = [], []
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, then cached
+        helps, mhelps, searches = [], [], []
+        search = [MINO, "memory", "search", "deploy port fix", "--k", "5"]
+        timed_cmd(search, env)  # compiles what changed
         for _ in range(runs):
             helps.append(timed_cmd([MINO, "--help"], env))
-            searches.append(timed_cmd([MINO, "memory", "search", "deploy port fix", "--k", "5"],
-                                      env))
+            mhelps.append(timed_cmd([MINO, "memory", "--help"], env))
+            searches.append(timed_cmd(search, env))
         out["help"] = med(helps, "wall", "cpu")
+        out["memory_help"] = med(mhelps, "wall", "cpu")
         out["search"] = med(searches, "wall", "cpu", "rss_mb")
         out["search"]["x_help_cpu"] = round(out["search"]["cpu"] / out["help"]["cpu"], 2)
         out["search"]["x_help_wall"] = round(out["search"]["wall"] / out["help"]["wall"], 2)
+        out["search"]["x_memory_help_wall"] = round(
+            out["search"]["wall"] / out["memory_help"]["wall"], 2)
+        if design == "index":
+            out["index_costs"] = child(INDEX_COSTS, str(jpath))
         if turns:
             project = tmp / "project"
             project.mkdir()
-            r = child(TURN, str(home), str(project), str(turns))
+            r = child(TURN, str(home), str(project), str(turns), json.dumps(config))
             ts = r["turns"]
             later = ts[1:]
             out["turn"] = {

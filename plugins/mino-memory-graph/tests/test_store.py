@@ -287,8 +287,11 @@ def test_derived_cache_valid_stale_damaged(jpath):
     assert c2.loaded_from_cache and same_graph(c2.graph, s.graph)
     assert c2.check()["cache"]["matches_replay"]
     # damaged cache -> rebuilt from the journal
+    from mino_memory_graph.cache import read_header
+
+    header, start = read_header(jpath.with_suffix(".cache"))
     data = bytearray(jpath.with_suffix(".cache").read_bytes())
-    data[-5] ^= 0xFF
+    data[start + header["sections"]["graph"][0] + 10] ^= 0xFF  # inside a checked section
     jpath.with_suffix(".cache").write_bytes(bytes(data))
     c3 = Store.open(jpath)
     assert not c3.loaded_from_cache and same_graph(c3.graph, s.graph)

@@ -242,16 +242,20 @@ def save(path: Path, journal, offset: int, graph: Graph, engine, prefix=None) ->
     """
     if prefix is None:
         prefix = hash_range(journal, 0, offset, new_hash())
-    engine.sync()
-    n = engine.n
-    scorer = engine.scorer
-    st = scorer.state(n) if hasattr(scorer, "state") else None
     arrays: list = []
+    if engine is None:  # the graph alone (recall is served by journal.index)
+        n, scorer, est, st = 0, None, None, None
+    else:
+        engine.sync()
+        n = engine.n
+        scorer = engine.scorer
+        st = scorer.state(n) if hasattr(scorer, "state") else None
+        est = _engine_state(engine)
     cols, bodies = graph_columns(graph)
     blobs = {
         "graph": marshal.dumps(_flatten(cols, arrays)),
         "bodies": bodies,
-        "engine": marshal.dumps(_flatten(_engine_state(engine), arrays)),
+        "engine": marshal.dumps(_flatten(est, arrays)),
         "state": marshal.dumps(_flatten(st, arrays)),
     }
     parts: list = []
@@ -384,6 +388,11 @@ def _load(path: Path, journal, engine_factory, scorer_name: str):
         graph = graph_from_columns(_unflatten(marshal.loads(sections["graph"]), arrays),
                                    sections["bodies"])
         est = _unflatten(marshal.loads(sections["engine"]), arrays)
+        if est is None:  # a graph-only cache: the engine is built when first needed
+            graph.dirty.clear()
+            graph.edge_dirty.clear()
+            prefix, check = check.result(), None
+            return graph, None, header["marks"]["offset"], prefix
         engine = engine_factory(graph)
         n = header["rows"]
         engine._grow(n)

@@ -65,8 +65,8 @@ from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
 
 SCHEMA = 2
 BLOCK = 1 << 16
-COMMIT_BYTES = 8 << 20
-COMMON_MIN = 2000  # a term in fewer documents than this is never left out of a match  # a rebuild commits every this many journal bytes
+COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
+COMMON_MIN = 1000  # a term in fewer documents than this is never left out of a match
 
 # node row, as held while a batch applies: a list indexed by these
 KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \

@@ -636,8 +636,9 @@ class Store:
         """Write the derived cache for the current state; returns its size in bytes."""
         with self._mutex, self._locked(False):
             self._catch_up()
+            engine = None if self.index_search is not None else self.engine
             size = _cache.save(self.cache_path, self.journal, self.offset, self.graph,
-                               self.engine, self._prefix_hash(self.offset))
+                               engine, self._prefix_hash(self.offset))
             self.ops_since_cache = 0
             return size
 
