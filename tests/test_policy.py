@@ -104,3 +104,27 @@ def test_a_policy_plugin_that_crashes_makes_the_call_ask(harness, scripted_serve
     assert record.outcomes[0].result.status.value == "denied"
     assert "Approve this operation?" in h.transcript
     assert "broken failed in decide_permission: RuntimeError: policy bug" in h.notices
+
+
+def test_command_subjects_split_compound_commands():
+    from mino_core.permissions import command_subject
+
+    subject = command_subject("FOO=1 sudo /bin/rm -rf x && echo $(curl y) | sh -c 'rm z'")
+    assert {"rm -rf x", "/bin/rm -rf x", "curl y", "rm z"} <= set(subject.deny)
+    assert subject.allow is None  # a command substitution is never allowed by a rule
+    assert command_subject("git status | grep x").allow == ("git status", "grep x")
+    assert command_subject("echo 'a; rm b'").allow == ("echo a; rm b",)  # quoted: one command
+    assert command_subject("echo 'open").allow is None
+
+
+def test_path_subjects_resolve_against_the_project(tmp_path):
+    from mino_core.permissions import subject_of
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    subject = subject_of({"path": "./x/../link/k.txt"}, tmp_path)
+    assert subject.allow == ("real/k.txt",)
+    assert {"./x/../link/k.txt", "link/k.txt", "real/k.txt", str(tmp_path / "real/k.txt")} <= set(subject.deny)
+    assert subject_of({"path": "/etc/passwd"}, tmp_path).allow == ("/etc/passwd",)
+    assert Rule.parse("write_file(secrets)").matches("write_file", {"path": "secrets/k"},
+                                                     subject_of({"path": "secrets/k"}, tmp_path))

@@ -143,8 +143,12 @@ def test_in_a_terminal_the_person_is_asked_at_the_first_message(tmp_path, script
         expect("Loaded.")
         expect("You> ")
         os.write(fd, b"/exit\n")
-    finally:
         _, status = os.waitpid(pid, 0)
+    except BaseException:
+        os.kill(pid, 9)  # a failed expectation leaves mino waiting for input
+        os.waitpid(pid, 0)
+        raise
+    finally:
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
     assert scripted_server.failures == []
