@@ -40,6 +40,9 @@ class PromptGroup(click.Group):
     """``mino PROMPT...``: words that name no subcommand are the first message of an
     interactive session (or, with ``-p``, more of the prompt); subcommands still work."""
 
+    def collect_usage_pieces(self, ctx):
+        return ["[OPTIONS]", "[PROMPT]... | COMMAND [ARGS]..."]
+
     def resolve_command(self, ctx, args):
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:

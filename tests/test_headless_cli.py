@@ -184,3 +184,18 @@ def test_p_resumes_a_session(mino, scripted_server):
     first = json.loads(mino("-p", "remember me", "--output-format", "json").stdout)
     again = json.loads(mino("-p", "and now?", "--resume", first["session_id"], "--output-format", "json").stdout)
     assert again["session_id"] == first["session_id"] and again["answer"] == "second"
+
+
+def test_continue_takes_the_newest_session_of_the_project_and_a_bad_id_is_exit_2(mino, scripted_server):
+    scripted_server.add({"text": "one"}, {"require": "first question", "text": "two"})
+    first = json.loads(mino("-p", "first question", "--output-format", "json").stdout)
+    again = json.loads(mino("-p", "next", "--continue", "--output-format", "json").stdout)
+    assert again["session_id"] == first["session_id"] and again["answer"] == "two"
+    result = mino("-p", "hi", "--resume", "f" * 32)
+    assert result.returncode == 2 and "No session" in result.stderr and result.stdout == ""
+
+
+def test_help_shows_the_prompt_form():
+    result = subprocess.run([MINO, "--help"], capture_output=True, text=True, timeout=60)
+    assert "Usage: mino [OPTIONS] [PROMPT]... | COMMAND [ARGS]..." in result.stdout
+    assert "--output-format" in result.stdout and "--allow RULE" in result.stdout
