@@ -15,6 +15,7 @@ it still has the approved content.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -91,7 +92,7 @@ def read_skill(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the name is a link
+        if exc.errno == errno.ELOOP:  # the name is a link
             raise ValueError("a symbolic link") from None
         raise
     with os.fdopen(fd, "rb") as handle:
