@@ -419,9 +419,46 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
     from .turn import run_turn
 
     prewarm()
-    record = run_turn(session, text)
+    try:
+        record = run_turn(session, text)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, the log keeps the traceback
+        record = _crashed(session, ui, exc)
     code = exit_code(record)
     result = result_object(record, session, agent.client, started, code, ui.notices)
+    try:
+        _output(fmt, record, result, code, ui, stdout)
+    except BrokenPipeError:  # the reader left (mino -p ... | head -1): nothing more to say
+        _quiet(stdout)
+    return code
+
+
+def _crashed(session, ui, exc: Exception):
+    """A TurnRecord-shaped account of a turn that raised: the log is closed so the session
+    still resumes, and the person gets one line."""
+    from types import SimpleNamespace
+
+    from .logs import get_logger
+    from .turn import close_open_calls
+
+    get_logger("headless").error("turn_crashed", error=str(exc), exc_info=True)
+    try:
+        close_open_calls(session)
+    except Exception:  # noqa: BLE001 - the log may be what failed
+        pass
+    reason = f"internal error: {type(exc).__name__}: {exc}"
+    ui.notice(f"mino: {reason}. The session is saved; details are in the log under MINO_HOME/logs.")
+    return SimpleNamespace(answer="", ended="error", reason=reason, outcomes=[])
+
+
+def _quiet(stdout) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stdout.fileno())  # so the interpreter's last flush does not fail
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _output(fmt: str, record, result: dict[str, Any], code: int, ui, stdout) -> None:
     if fmt == "text":
         answer = record.answer
         if answer:
@@ -440,4 +477,3 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
         stdout.flush()
     else:
         ui.emit(result)
-    return code

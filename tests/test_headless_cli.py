@@ -199,3 +199,15 @@ def test_help_shows_the_prompt_form():
     result = subprocess.run([MINO, "--help"], capture_output=True, text=True, timeout=60)
     assert "Usage: mino [OPTIONS] [PROMPT]... | COMMAND [ARGS]..." in result.stdout
     assert "--output-format" in result.stdout and "--allow RULE" in result.stdout
+
+
+def test_a_reader_that_leaves_early_is_not_an_error(tmp_path, scripted_server):
+    scripted_server.add({"text": "line\n" * 50_000})
+    env = isolated_env(tmp_path / "home")
+    env.update(MINO_BASE_URL=scripted_server.base_url, MINO_PLUGINS=PLUGINS, MINO_PROJECT=str(tmp_path),
+               MINO="" + MINO)
+    result = subprocess.run('"$MINO" -p hi | head -n 1; exit "${PIPESTATUS[0]}"', shell=True,
+                            executable="/bin/bash", env=env, capture_output=True, text=True, timeout=60)
+    assert result.stdout == "line\n"
+    assert "BrokenPipe" not in result.stderr and "unexpected error" not in result.stderr
+    assert "Traceback" not in result.stderr and result.returncode in (0, 1)  # 1: cut at the output cap
