@@ -248,3 +248,51 @@ def test_the_tools_fs_schema_names_the_plugins_own_defaults():
     assert props["read_bytes"]["default"] == files.READ_BYTES
     assert props["list_cap"]["default"] == files.LIST_CAP
     assert props["search_cap"]["default"] == files.SEARCH_CAP
+
+
+def test_every_plugin_key_is_in_the_table():
+    """Each key a plugin declares has a wrong-value row (hide is the sandbox's own check)."""
+    from mino_memory_graph import plugin as graph
+    from mino_tools_fs import plugin as tools_fs
+
+    declared = {f"tools-fs.{k}" for k in tools_fs.config_schema(None)["tools-fs"]["properties"]}
+    declared |= {f"memory.graph.{k}" for k in graph.config_schema(None)["memory.graph"]["properties"]}
+    tested = {".".join(key.split(".")[:3] if key.startswith("memory.") else key.split(".")[:2])
+              for _, key, _ in PLUGIN_WARNINGS}
+    assert declared - tested == {"tools-fs.hide"}
+
+
+def test_a_plugins_bad_schema_or_a_second_claim_is_the_plugins_error(tmp_path, monkeypatch):
+    from mino_core import hookimpl
+    from mino_core.config_schema import plugin_schemas
+    from mino_core.plugins import PluginContext
+    from mino_core.testing import plugin_host
+
+    monkeypatch.delenv("MINO_PLUGINS", raising=False)
+
+    class Clock:
+        @hookimpl
+        def config_schema(self, context):
+            return {"clock": {"type": "object", "properties": {"format": {"enum": ["12h", "24h"]}}}}
+
+    class Copycat:
+        @hookimpl
+        def config_schema(self, context):
+            return {"clock": {"type": "object"}}
+
+    class Broken:
+        @hookimpl
+        def config_schema(self, context):
+            return ["not", "a", "mapping"]
+
+    context = PluginContext(home=tmp_path, project_root=tmp_path, config={})
+    host = plugin_host({"a-clock": Clock(), "b-copycat": Copycat(), "c-broken": Broken()}, context)
+    schemas = plugin_schemas(host)
+    assert list(schemas) == ["clock"] and schemas["clock"][0] == "a-clock"
+    errors = host.drain_errors()
+    assert any("a-clock and b-copycat both declare the config section 'clock'" in e for e in errors)
+    assert any("Plugin c-broken returned a config_schema that is not a mapping" in e for e in errors)
+    cleaned, report = check({"clock": {"format": "13h"}}, tmp_path / "config.yaml", schemas)
+    assert cleaned == {"clock": {}} and report.lines() == [
+        f"warning: {tmp_path / 'config.yaml'}: clock.format: found '13h' (text); allowed: one of 12h, "
+        "24h; a-clock uses its default"]
