@@ -191,11 +191,18 @@ def _make_ui(fmt: str, stdout, stderr):
             self._text: list[str] = []
             self._calls: dict[str, dict[str, Any]] = {}
             self._scan = 0
+            self._early: list[dict[str, Any]] | None = []
 
         def emit(self, event: dict[str, Any]) -> None:
-            if self.fmt == "stream-json":
-                self.stdout.write(_dumps(event) + "\n")
-                self.stdout.flush()
+            if self.fmt != "stream-json":
+                return
+            if event["type"] != "start" and self._early is not None:
+                self._early.append(event)  # notices while starting: after the start event
+                return
+            for one in [event] + (self._early or []):
+                self.stdout.write(_dumps(one) + "\n")
+            self._early = None
+            self.stdout.flush()
 
         # The answer is not shown as it streams: only the final one goes to stdout.
         def assistant_start(self) -> None:

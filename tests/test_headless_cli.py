@@ -211,3 +211,15 @@ def test_a_reader_that_leaves_early_is_not_an_error(tmp_path, scripted_server):
     assert result.stdout == "line\n"
     assert "BrokenPipe" not in result.stderr and "unexpected error" not in result.stderr
     assert "Traceback" not in result.stderr and result.returncode in (0, 1)  # 1: cut at the output cap
+
+
+def test_stream_json_starts_with_start_even_after_a_config_warning(mino, scripted_server, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / "config.yaml").write_text("modle: x\n")
+    scripted_server.add({"text": "ok"})
+    result = mino("-p", "hi", "--output-format", "stream-json")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["type"] for e in events][:2] == ["start", "notice"]
+    assert "did you mean mode?" in events[1]["text"] and "did you mean mode?" in result.stderr
+    assert events[-1]["notices"] == [events[1]["text"]]
