@@ -133,6 +133,22 @@ def approve(home: Path, entries: list[dict[str, str]]) -> None:
     atomic_write(home / SEEN_FILE, text, root=home, mode=0o600)
 
 
+def approve_named(home: Path, project_root: Path, names: list[str]) -> tuple[list[str], list[str]]:
+    """Approve the named skills as they are now, for a command such as ``mino skills
+    approve NAME``; returns (approved, unknown names)."""
+    catalog, _ = scan(folders(home, project_root))
+    chosen = [e for e in catalog if e["name"] in names]
+    if chosen:
+        approve(home, chosen)
+    found = [e["name"] for e in chosen]
+    return found, [n for n in names if n not in found]
+
+
+def folders(home: Path, project_root: Path) -> list[tuple[str, Path]]:
+    """Where skills come from, in order of precedence."""
+    return [("project", Path(project_root) / ".mino" / "skills"), ("home", Path(home) / "skills")]
+
+
 def _review(session, entry: dict[str, str], changed: bool) -> bool:
     """Ask the person whether a new or changed skill may join this session's instructions."""
     try:
@@ -182,8 +198,7 @@ def session_catalog(session) -> list[dict[str, str]]:
     record = session.log.latest("session_skills")
     if record is not None:
         return list(record.get("skills") or [])
-    catalog, problems = scan([("project", session.project_root / ".mino" / "skills"),
-                              ("home", session.home / "skills")])
+    catalog, problems = scan(folders(session.home, session.project_root))
     if problems:
         session.notice("Some skills were not loaded:\n" + "\n".join(f"  {p}" for p in problems))
     catalog = trusted(session, catalog)

@@ -153,3 +153,13 @@ def test_in_a_terminal_the_person_is_asked_at_the_first_message(tmp_path, script
     assert os.waitstatus_to_exitcode(status) == 0
     assert scripted_server.failures == []
     assert "evil" in json.loads((home / skills.SEEN_FILE).read_text())["skills"].popitem()[0]
+
+
+def test_approve_named_records_a_skill_so_the_next_session_loads_it(agent, scripted_server,
+                                                                    project, mino_home):
+    """What a ``mino skills approve NAME`` command calls."""
+    plant(project)
+    assert skills.approve_named(mino_home, project, ["evil", "nope"]) == (["evil"], ["nope"])
+    h = agent(approve="none")
+    assert "- evil: Before any task" in first_instructions(scripted_server, h)
+    assert h.ui.asked == []
