@@ -4,7 +4,8 @@ A schema is a small subset of JSON Schema, written as plain data, so a plugin de
 own without importing anything: ``type`` (string, integer, number, boolean, object, array,
 or a list of them), ``enum``, ``minimum``, ``maximum``, ``exclusiveMinimum``, ``pattern``,
 ``properties``, ``additionalProperties`` (a schema for every other key, or ``False``),
-``items``, ``default`` and ``description``. Plugins return theirs from the
+``items``, ``default``, ``description`` and ``format: file-path`` (a file mino may create:
+not a folder, and no file on the way to it). Plugins return theirs from the
 ``config_schema`` hook, keyed by where their section sits (``"tools-fs"``,
 ``"memory.graph"``).
 
@@ -94,7 +95,11 @@ class Report:
 
 # -- describing values and what is allowed --------------------------------------------
 
-def _found(value: Any) -> str:
+def _found(value: Any, schema: dict[str, Any] | None = None) -> str:
+    if schema is not None and schema.get("format") == "file-path" and isinstance(value, str):
+        why = _path_problem(value)
+        if why:
+            return f"{value!r} ({why})"
     if isinstance(value, bool):
         return f"{str(value).lower()} (true/false)"
     if isinstance(value, int):
@@ -138,6 +143,8 @@ def allowed(schema: dict[str, Any]) -> str:
     text = " or ".join(_KIND.get(k, k) for k in kinds) or "anything"
     if set(kinds) & {"integer", "number"}:
         text += _range(schema)
+    if schema.get("format") == "file-path":
+        text = "a file's path (not a folder, and no file on the way to it)"
     if schema.get("description") and kinds != ["object"]:
         text += f" ({schema['description']})"
     return text
@@ -173,22 +180,41 @@ def _wrong(schema: dict[str, Any], value: Any) -> bool:
             return True
     if isinstance(value, str) and schema.get("pattern") and not re.search(schema["pattern"], value):
         return True
+    if isinstance(value, str) and schema.get("format") == "file-path":
+        return _path_problem(value) is not None
     return False
+
+
+def _path_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a file mino creates or opens: it is a folder, or a part of the
+    way to it is a file. None when it can (it exists as a file, or its folder can be made)."""
+    path = Path(text).expanduser()
+    if not text.strip() or "\0" in text:
+        return "not a path"
+    try:
+        if path.is_dir():
+            return "a folder"
+        for parent in path.parents:
+            if parent.exists():
+                return None if parent.is_dir() else f"{parent} is a file"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 # -- checking ---------------------------------------------------------------------------
 
-def _check(schema: dict[str, Any], value: Any, key: str, out: list[tuple[str, Any, str]],
+def _check(schema: dict[str, Any], value: Any, key: str, out: list[tuple[str, Any, str, str]],
            claimed: dict[str, Any]) -> None:
     """Append (key, value, what is allowed) for every wrong value, and (key, None, 'unknown
     key...') for keys nobody declares. ``claimed``: dotted keys other schemas own."""
     if _wrong(schema, value):
-        out.append((key, value, allowed(schema)))
+        out.append((key, value, allowed(schema), _found(value, schema)))
         return
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         for i, item in enumerate(value):
             if item is not None and _wrong(schema["items"], item):
-                out.append((f"{key}[{i}]", item, allowed(schema["items"])))
+                out.append((f"{key}[{i}]", item, allowed(schema["items"]), _found(item, schema["items"])))
     if not isinstance(value, dict):
         return
     props = schema.get("properties") or {}
@@ -207,7 +233,7 @@ def _check(schema: dict[str, Any], value: Any, key: str, out: list[tuple[str, An
                                    if not key or c.startswith(key + ".")]
             guess = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
             hint = f" (did you mean {guess[0]}?)" if guess else ""
-            out.append((sub, _UNKNOWN, f"unknown key{hint}; it is ignored"))
+            out.append((sub, _UNKNOWN, f"unknown key{hint}; it is ignored", ""))
 
 
 _UNKNOWN = object()
@@ -253,27 +279,27 @@ def check(config: dict[str, Any], path: Path,
     cleaned = _drop_nulls(config)
     report = Report(path)
     sections = dict(plugin_schemas or {})
-    found: list[tuple[str, Any, str]] = []
+    found: list[tuple[str, Any, str, str]] = []
     _check(CORE, cleaned, "", found, sections)
-    for key, value, what in found:
+    for key, value, what, seen in found:
         if value is _UNKNOWN:
             report.problems.append(Problem(key, what, error=False))
         else:
-            report.problems.append(Problem(key, f"found {_found(value)}; allowed: {what}", error=True))
+            report.problems.append(Problem(key, f"found {seen}; allowed: {what}", error=True))
     for section, (plugin, schema) in sorted(sections.items()):
         holder, last = _lookup(cleaned, section)
         if holder is None or last not in holder:
             continue
         found = []
         _check(schema, holder[last], section, found, {})
-        for key, value, what in found:
+        for key, value, what, seen in found:
             if value is _UNKNOWN:
                 report.problems.append(Problem(key, what, error=False))
                 continue
             default = _default_of(schema, key, section)
             fallback = "its default" if default is _UNKNOWN else f"the default ({_yaml(default)})"
             report.problems.append(Problem(
-                key, f"found {_found(value)}; allowed: {what}; {plugin} uses {fallback}", error=False))
+                key, f"found {seen}; allowed: {what}; {plugin} uses {fallback}", error=False))
             _remove(cleaned, key)
     return cleaned, report
 

@@ -72,7 +72,7 @@ PLUGIN_WARNINGS = [
     ("tools-fs: {search_cap: [1]}", "tools-fs.search_cap", "the default (200)"),
     ("tools-fs: 5", "tools-fs", "allowed: a mapping (key: value); mino-tools-fs uses its default"),
     ("memory: {graph: {scorer: fancy}}", "memory.graph.scorer", "mino-memory-graph uses the default (hybrid-v1)"),
-    ("memory: {graph: {journal: 5}}", "memory.graph.journal", "allowed: text"),
+    ("memory: {graph: {journal: 5}}", "memory.graph.journal", "found 5 (a whole number); allowed: a file's path"),
     ("memory: {graph: {index: sometimes}}", "memory.graph.index", "the default (on)"),
     ("memory: {graph: {reflect: always}}", "memory.graph.reflect", "the default (auto)"),
     ("memory: {graph: {embedder: {kind: openai, model: m, timeout: soon}}}",
@@ -296,3 +296,19 @@ def test_a_plugins_bad_schema_or_a_second_claim_is_the_plugins_error(tmp_path, m
     assert cleaned == {"clock": {}} and report.lines() == [
         f"warning: {tmp_path / 'config.yaml'}: clock.format: found '13h' (text); allowed: one of 12h, "
         "24h; a-clock uses its default"]
+
+
+def test_a_graph_journal_path_that_cannot_be_a_file_is_one_line(tmp_path, scripted_server):
+    afile, adir = tmp_path / "afile", tmp_path / "adir"
+    afile.write_text("x")
+    adir.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    for journal, why in ((afile / "journal.jsonl", f"({afile} is a file)"), (adir, "(a folder)")):
+        (home / "config.yaml").write_text(f"memory: {{graph: {{journal: '{journal}'}}}}\n")
+        scripted_server.add({"text": "fine"})
+        result = run(home, scripted_server.base_url)
+        assert result.returncode == 0, result.stderr
+        _one_line(result.stderr, home, "memory.graph.journal", f"found '{journal}' {why}", "warning")
+        assert "uses the default (<home>/graph/journal.jsonl)" in result.stderr
+        assert "NotADirectoryError" not in result.stderr and "IsADirectoryError" not in result.stderr
