@@ -255,7 +255,7 @@ def register_commands(group, context):
 def config_schema(context):
     """``memory.graph:`` in config.yaml, checked when mino starts (a wrong value: its default)."""
     return {"memory.graph": {"type": "object", "additionalProperties": False, "properties": {
-        "journal": {"type": "string", "description": "the journal file's path"},
+        "journal": {"type": "string", "format": "file-path", "default": "<home>/graph/journal.jsonl"},
         "scorer": {"enum": ["hybrid-v1", "hybrid", "default", "mnemo", "mnemo-cosine", "hashing-v1"],
                    "default": "hybrid-v1"},
         "index": {"type": ["boolean", "string"], "enum": [True, False, "on", "off", "true", "false",
