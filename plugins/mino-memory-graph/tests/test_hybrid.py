@@ -409,10 +409,10 @@ def _scores(store, q="puppy name Biscuit pottery", k=20):
     return {h.node: h.score for h in store.search(q, k, refresh=False).hits}
 
 
-def _fresh(path):
+def _fresh(path, **kw):
     from mino_memory_graph.store import Store
 
-    return Store.open(path, use_cache=False, fsync=False)
+    return Store.open(path, use_cache=False, fsync=False, **kw)
 
 
 def test_edges_that_die_reach_the_hybrid_clusters(tmp_path):
@@ -445,13 +445,13 @@ def test_edges_that_die_reach_the_hybrid_clusters(tmp_path):
 
 def test_hybrid_state_round_trips_through_the_cache(tmp_path):
     p = tmp_path / "journal.jsonl"
-    s, turns = _conv_store(p)
+    s, turns = _conv_store(p, use_index=False)
     s.search("warm")
     s.save_cache()
-    c = type(s).open(p, fsync=False)
+    c = type(s).open(p, fsync=False, use_index=False)
     assert c.loaded_from_cache and c.scorer.name.startswith("hybrid-v1")
     for q in ("puppy name Biscuit pottery", "When did pottery start?", "what did Bob say"):
-        assert _scores(c, q) == _scores(s, q) == _scores(_fresh(p), q)
+        assert _scores(c, q) == _scores(s, q) == _scores(_fresh(p, use_index=False), q)
     # the loaded (frozen) index keeps changing correctly
     (a, ea, ep1), (b, eb, _) = turns[(1, 0)], turns[(1, 1)]
     with c.write() as r:
@@ -462,11 +462,11 @@ def test_hybrid_state_round_trips_through_the_cache(tmp_path):
         r.link(n, turns[(2, 0)][2], "PartOf")
         r.delete(turns[(2, 1)][0], hard=True)
     for q in ("puppy name Biscuit pottery", "pottery again", "Biscuit"):
-        assert _scores(c, q) == _scores(_fresh(p), q)
+        assert _scores(c, q) == _scores(_fresh(p, use_index=False), q)
     c.save_cache()
-    c2 = type(s).open(p, fsync=False)
+    c2 = type(s).open(p, fsync=False, use_index=False)
     assert c2.loaded_from_cache
-    assert _scores(c2) == _scores(_fresh(p))
+    assert _scores(c2) == _scores(_fresh(p, use_index=False))
     # a cache written by one scorer is not used as the other's vectors
-    m = type(s).open(p, fsync=False, scorer="mnemo")
-    assert _scores(m) == _scores(type(s).open(p, fsync=False, use_cache=False, scorer="mnemo"))
+    m = type(s).open(p, fsync=False, scorer="mnemo", use_index=False)
+    assert _scores(m) == _scores(type(s).open(p, fsync=False, use_cache=False, scorer="mnemo", use_index=False))

@@ -8,7 +8,8 @@ GRAPH = {"memory": {"backend": "graph"}}
 
 def test_a_turn_saves_the_cache_after_enough_operations(make_harness, scripted_server, mino_home, monkeypatch):
     monkeypatch.setattr(store_mod, "CACHE_MIN_OPS", 5)
-    h = make_harness(config=GRAPH)
+    # the in-memory design's cache (with the index on, a turn reads the graph from it)
+    h = make_harness(config={"memory": {"backend": "graph", "graph": {"index": "off"}}})
     scripted_server.add({"text": "ok"}, {"text": "ok"})
     h.turn("first message about the deploy port")
     h.turn("second message about the deploy port")

@@ -109,10 +109,10 @@ def test_replay_worker_refuses_the_same_lines(jpath, monkeypatch):
 
 def test_cache_never_holds_a_quarantined_line(jpath):
     write(jpath, good_lines() + BAD)
-    s = Store.open(jpath)
+    s = Store.open(jpath, use_index=False)
     s.save_cache()
     s.close()
-    c = Store.open(jpath)
+    c = Store.open(jpath, use_index=False)
     assert c.loaded_from_cache
     assert 7 not in c.graph.nodes and c.graph.nodes[1].fact("owner") is None
     for nid in c.graph.nodes:
@@ -211,7 +211,7 @@ def test_corrupt_records_a_bad_line_once(jpath):
 # --- item 12: the cache proves the whole prefix ----------------------------------------
 
 def test_same_length_edit_mid_journal_rejects_the_cache(jpath):
-    s = Store.open(jpath, fsync=False)
+    s = Store.open(jpath, fsync=False, use_index=False)
     with s.write() as r:
         n = r.create_node("Aspect", "contact")
     for i in range(3000):  # the edit lies well past the first and before the last 64 KiB
@@ -227,7 +227,7 @@ def test_same_length_edit_mid_journal_rejects_the_cache(jpath):
     assert 64 * 1024 < at < len(data) - 64 * 1024
     blank = b"x" * len(secret)  # the user blanks it out by hand, same length
     jpath.write_bytes(data[:at] + blank + data[at + len(secret):])
-    c = Store.open(jpath)
+    c = Store.open(jpath, use_index=False)
     assert not c.loaded_from_cache
     assert "differs" in c.cache_note
     assert c.graph.nodes[n].fact("phone").value == blank.decode()
@@ -239,7 +239,7 @@ def test_running_hash_follows_appends_and_catch_up(jpath):
     """The hash saved with the cache is kept as the journal grows: appends by this
     store, lines from another process, a torn line terminated later; every cache
     written along the way is accepted by a fresh open and equals a replay."""
-    a, b = Store.open(jpath), Store.open(jpath)
+    a, b = Store.open(jpath, use_index=False), Store.open(jpath, use_index=False)
     with a.write() as r:
         n = r.create_node("Aspect", "alpha")
     with b.write() as r:
@@ -250,21 +250,21 @@ def test_running_hash_follows_appends_and_catch_up(jpath):
         r.fact(n, "k", "from a")
     for store in (a, b):
         store.save_cache()
-        c = Store.open(jpath)
+        c = Store.open(jpath, use_index=False)
         assert c.loaded_from_cache, c.cache_note
-        assert same_graph(c.graph, Store.open(jpath, use_cache=False).graph)
+        assert same_graph(c.graph, Store.open(jpath, use_cache=False, use_index=False).graph)
         c.close()
 
 
 def test_cache_of_the_old_format_is_rebuilt(jpath):
     from mino_memory_graph import cache
 
-    s = Store.open(jpath)
+    s = Store.open(jpath, use_index=False)
     with s.write() as r:
         r.create_node("Aspect", "alpha")
     s.save_cache()
     raw = jpath.with_suffix(".cache").read_bytes()
     old = raw.replace(b'"format": %d' % cache.FORMAT, b'"format": 3', 1)
     jpath.with_suffix(".cache").write_bytes(old)
-    c = Store.open(jpath)
+    c = Store.open(jpath, use_index=False)
     assert not c.loaded_from_cache and "format 3" in c.cache_note

@@ -273,17 +273,17 @@ def test_torn_but_complete_tail_is_applied(jpath):
 
 
 def test_derived_cache_valid_stale_damaged(jpath):
-    s = Store.open(jpath)
+    s = Store.open(jpath, use_index=False)
     build(s)
     s.save_cache()
-    c = Store.open(jpath)
+    c = Store.open(jpath, use_index=False)
     assert c.loaded_from_cache and same_graph(c.graph, s.graph)
     q = "deploy port"
     assert [(h.node, h.score) for h in c.search(q).hits] == [(h.node, h.score) for h in s.search(q).hits]
     # appended lines after the cache replay on top of it
     with s.write() as r:
         r.create_node("Aspect", "later deploy")
-    c2 = Store.open(jpath)
+    c2 = Store.open(jpath, use_index=False)
     assert c2.loaded_from_cache and same_graph(c2.graph, s.graph)
     assert c2.check()["cache"]["matches_replay"]
     # damaged cache -> rebuilt from the journal
@@ -293,12 +293,12 @@ def test_derived_cache_valid_stale_damaged(jpath):
     data = bytearray(jpath.with_suffix(".cache").read_bytes())
     data[start + header["sections"]["graph"][0] + 10] ^= 0xFF  # inside a checked section
     jpath.with_suffix(".cache").write_bytes(bytes(data))
-    c3 = Store.open(jpath)
+    c3 = Store.open(jpath, use_index=False)
     assert not c3.loaded_from_cache and same_graph(c3.graph, s.graph)
     # a journal rewritten under the cache -> stale
     s.save_cache()
     jpath.write_bytes(jpath.read_bytes().replace(b"deploy port", b"deploy PORT"))
-    c4 = Store.open(jpath)
+    c4 = Store.open(jpath, use_index=False)
     assert not c4.loaded_from_cache and c4.graph.nodes[1].label == "deploy PORT"
     assert "rebuilt" in c4.cache_note
 
@@ -333,7 +333,7 @@ def test_journal_location(tmp_path, monkeypatch):
 def test_cached_nodes_load_lazily_and_round_trip(jpath):
     from mino_memory_graph.model import LazyNode
 
-    s = Store.open(jpath)
+    s = Store.open(jpath, use_index=False)
     a, p, e, fid, old = build(s)
     with s.write() as r:
         b = r.create_node("Aspect", "other node")
@@ -341,7 +341,7 @@ def test_cached_nodes_load_lazily_and_round_trip(jpath):
         r.push_context(b, a, "note", dim=2, vec=[0.5, 0.25])
         r.unlink(e)
     s.save_cache()
-    c = Store.open(jpath)
+    c = Store.open(jpath, use_index=False)
     assert c.loaded_from_cache
     n = c.graph.nodes[b]
     assert isinstance(n, LazyNode) and n.raw_body() is not None  # nothing read yet
@@ -352,9 +352,9 @@ def test_cached_nodes_load_lazily_and_round_trip(jpath):
     assert n.raw_body() is None and [f.value for f in n.facts] == ["v1", "v2"]
     assert c.graph.nodes[b].context[0]["vec"] == [0.5, 0.25]
     c.save_cache()
-    d = Store.open(jpath)
+    d = Store.open(jpath, use_index=False)
     assert d.loaded_from_cache
-    fresh = Store.open(jpath, use_cache=False)
+    fresh = Store.open(jpath, use_cache=False, use_index=False)
     assert same_graph(d.graph, fresh.graph) and same_graph(c.graph, fresh.graph)
     assert d.state(a) == fresh.state(a) and d.history(b) == fresh.history(b)
     assert d.check()["ok"]

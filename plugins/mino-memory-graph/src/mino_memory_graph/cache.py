@@ -61,6 +61,8 @@ def journal_marks(offset: int, h) -> dict:
 
 def graph_snapshot(g: Graph) -> tuple:
     """The graph as plain tuples (canonical: equal graphs give equal snapshots)."""
+    if getattr(g, "partial", False):
+        g = g.whole()
     nodes = tuple(
         (n.id, n.kind, n.area, n.label,
          tuple((f.id, f.key, f.value, f.active, f.created_at, f.superseded_by)

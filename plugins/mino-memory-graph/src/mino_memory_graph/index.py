@@ -66,6 +66,7 @@ from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
 SCHEMA = 2
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
+KEEP_ROWS = 20_000  # node rows a fold keeps from one window to the next
 COMMON_MIN = 1000  # a term in fewer documents than this is never left out of a match
 
 # node row, as held while a batch applies: a list indexed by these
@@ -409,10 +410,20 @@ class _Sink:
             self._clusters(clusters)
         db.executemany("UPDATE meta SET value=? WHERE key=?",
                        [(v, k) for k, v in st.items()])
-        self.rows.clear()
+        # rows stay for the next window as they now are on disk (hot nodes such as the
+        # projects are not read back each window), up to KEEP_ROWS; edges do not
+        rows = self.rows
+        if len(rows) > KEEP_ROWS:
+            rows.clear()
+        else:
+            for id in [i for i, r in rows.items() if r is None]:
+                del rows[id]
+            for r in rows.values():
+                r[CHANGED] = r[TEXT] = False
+                r[PENDING] = None
+        self.indb = set(rows)
         self.erows.clear()
         self.purged.clear()
-        self.indb.clear()
         self.reparent.clear()
         self.orphaned.clear()
 
@@ -442,6 +453,11 @@ class _Sink:
                     clusters.add(new)
         if changed:
             db.executemany("UPDATE nodes SET parent=? WHERE id=?", changed)
+            rows = self.rows
+            for new, id in changed:
+                row = rows.get(id)
+                if row is not None:
+                    row[PARENT] = new
 
     def _clusters(self, parents: set) -> None:
         """Rewrite each cluster document: its live members' words, by node id."""

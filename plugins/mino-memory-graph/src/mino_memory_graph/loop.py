@@ -70,6 +70,11 @@ class Memory:
     def marker_for(self, sig: str) -> int | None:
         """The pain marker for ``sig`` (call with the lock held and the graph current)."""
         g = self.graph
+        if getattr(g, "partial", False):  # the index finds it; nothing to scan
+            from .partial import find_fact
+
+            found = find_fact(g, "signature", sig, "Salience")
+            return found[0] if found else None
         if self.markers_scanned < g.next_node:
             for nid in range(self.markers_scanned, g.next_node):
                 n = g.nodes.get(nid)
@@ -190,6 +195,8 @@ def scoped_search(store, text: str, k: int, project: int | None):
     scope = scope_for(g, project)
     if scope is None:
         return store.search(text, k, refresh=False).hits
+    if store.index_search is not None:  # scope costs the index only its candidates
+        return store.search(text, k, scope=scope, refresh=False).hits
     found = store.search(text, k * OVERFETCH, refresh=False).hits
     kept = [h for h in found if not in_other_project(g, h.node, project)]
     if len(kept) < k and len(kept) < len(found):

@@ -85,8 +85,11 @@ def read_folder(folder: Path) -> tuple[list[FileMemory], list[str]]:
 def plan(graph, memories: list[FileMemory]) -> list[tuple[FileMemory, int | None, str]]:
     """(memory, existing node or None, "new" | "changed" | "same") for each memory."""
     by_label: dict[str, int] = {}
-    for nid, n in graph.nodes.items():
-        if not n.deleted and n.label.startswith(LABEL_PREFIX) and n.fact("imported from"):
+    from .partial import find_label
+
+    for nid in find_label(graph, LABEL_PREFIX, prefix=True):
+        n = graph.nodes[nid]
+        if n.fact("imported from"):
             by_label.setdefault(n.label, nid)
     out = []
     for m in memories:

@@ -369,8 +369,9 @@ def plan_apply(graph: Graph, p: Proposal, *, episode: int, user: int, project: i
         provenance(target, "reflection", "fix")
     if p.skill:
         label = f"skill candidate {p.skill['name']}"
-        node = next((nid for nid, n in graph.nodes.items()
-                     if not n.deleted and n.kind == "Harness" and n.label == label), None)
+        from .partial import find_label
+
+        node = next(iter(find_label(graph, label, "Harness")), None)
         seen = 1
         if node is None:
             node = nn

@@ -111,12 +111,10 @@ def project_identity(folder: Path) -> str:
 
 
 def find_user(graph: Graph) -> int | None:
-    best = None
-    for nid, n in graph.nodes.items():
-        if not n.deleted and n.kind == "Entity" and n.label == USER_LABEL:
-            if best is None or nid < best:
-                best = nid
-    return best
+    from .partial import find_label
+
+    found = find_label(graph, USER_LABEL, "Entity")
+    return found[0] if found else None
 
 
 def find_project(graph: Graph, identity: str) -> int | None:
@@ -154,7 +152,7 @@ class Standing:
             return self.user
         self.user = None
         start = self.scanned_to
-        if start == 0:
+        if start == 0 or getattr(graph, "partial", False):
             self.user = find_user(graph)
         else:
             for nid in range(start, graph.next_node):

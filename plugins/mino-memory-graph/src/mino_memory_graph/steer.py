@@ -74,7 +74,12 @@ def find_marker(graph: Graph, sig: str, candidates=None) -> int | None:
     ``candidates`` (node ids) limits the scan; the loop keeps an index so a turn never
     walks the whole graph.
     """
-    ids = sorted(candidates) if candidates is not None else sorted(graph.nodes)
+    if candidates is None:
+        from .partial import find_fact
+
+        found = find_fact(graph, "signature", sig, "Salience")
+        return found[0] if found else None
+    ids = sorted(candidates)
     for nid in ids:
         n = graph.nodes.get(nid)
         if n is None or n.deleted or n.area != "Salience":

@@ -350,8 +350,23 @@ class Store:
                     return
             self._load_graph()
 
+    @property
+    def partial(self) -> bool:
+        """The graph is a ``PartialGraph`` over the index (nodes loaded when touched)."""
+        return getattr(self._graph, "partial", False)
+
     def _load_graph(self) -> None:
-        """Build the graph (caller holds the mutex and a journal lock)."""
+        """Build the graph (caller holds the mutex and a journal lock): over the index
+        when the index serves recall (``partial.PartialGraph``), else in memory."""
+        if self.index_search is not None and self.use_cache:
+            from .partial import PartialGraph
+
+            self.index.catch_up()
+            self.graph = PartialGraph(self.index)
+            self.offset = self.index.offset
+            self.report = self.index.report
+            self.cache_note = "not used: the graph is read from the index"
+            return
         if True:
             self.graph = Graph()
             self.report = Report()
@@ -431,6 +446,21 @@ class Store:
             self.offset = self.index.offset
             self.report = self.index.report
             return self.index.ops_applied - before
+        if self.partial:  # the index takes the tail; the graph reads it from there
+            if j.replaced():
+                j.reopen()
+            if j.size() == self.offset and self.index.offset == self.offset:
+                return 0
+            before = self.index.ops_applied
+            self._index_catch_up()
+            if self.index is None:  # it failed for good: the graph in memory takes over
+                self._graph = None
+                self._load_graph()
+                return self.report.ops
+            self._graph.reload()
+            self.offset = self.index.offset
+            self.report = self.index.report
+            return self.index.ops_applied - before
         if j.replaced():
             j.reopen()
             self.offset = j.size() + 1  # force the reload below
@@ -449,7 +479,7 @@ class Store:
         bad: list[dict] = []
         start = self.offset
         whole = j.last_newline(start, size)  # past it: a dead writer's torn line
-        if (whole - start >= _feed.MIN_BYTES and not self.graph.nodes
+        if (whole - start >= _feed.MIN_BYTES and not self.partial and not self.graph.nodes
                 and not self.graph.edges and _feed.available()):
             # a big cold open: parsed on the other core (``feed``); whatever the
             # worker did not deliver is folded below
@@ -619,7 +649,7 @@ class Store:
 
     def stats(self) -> dict:
         self.refresh()
-        out = (self.index if self._graph is None else self._graph).counts()
+        out = (self.index if self._graph is None or self.partial else self._graph).counts()
         out.update({"journal": str(self.path), "journal_bytes": self.offset,
                     "ops_read": self.report.ops, "quarantined": self.report.quarantined,
                     "skipped": self.report.skipped,
@@ -636,6 +666,14 @@ class Store:
         """Write the derived cache for the current state; returns its size in bytes."""
         with self._mutex, self._locked(False):
             self._catch_up()
+            if self.partial:  # the in-memory design's cache, from a replay
+                graph = Graph()
+                fold_range(self.journal.read, 0, self.offset, graph, Report(), [])
+                size = _cache.save(self.cache_path, self.journal, self.offset, graph, None,
+                                   None)
+                graph.release()
+                self.ops_since_cache = 0
+                return size
             engine = None if self.index_search is not None else self.engine
             size = _cache.save(self.cache_path, self.journal, self.offset, self.graph,
                                engine, self._prefix_hash(self.offset))
@@ -643,7 +681,8 @@ class Store:
             return size
 
     def maybe_save_cache(self, min_ops: int = CACHE_MIN_OPS) -> bool:
-        if self.use_cache and self._graph is not None and self.ops_since_cache >= min_ops:
+        if (self.use_cache and self._graph is not None and not self.partial
+                and self.ops_since_cache >= min_ops):
             try:
                 self.save_cache()
                 return True
@@ -668,7 +707,10 @@ class Store:
             rep.bad = [{"offset": b["offset"], "reason": b["reason"],
                         "raw": _cap_raw(b["raw"], len(b["raw"]))[:200]}
                        for b in bad[: Report.KEEP]]
-            replay_matches = same_graph(g, self.graph)
+            index_info = self._check_index(g)
+            # a partial graph is the index's view: the index was just compared
+            replay_matches = (index_info.get("matches_replay", False) if self.partial
+                              else same_graph(g, self.graph))
             cache_info = {"path": str(self.cache_path), "exists": self.cache_path.exists()}
             if cache_info["exists"]:
                 try:
@@ -680,7 +722,6 @@ class Store:
                                       matches_replay=same_graph(cg, prefix))
                 except _cache.CacheInvalid as e:
                     cache_info.update(valid=False, reason=str(e))
-            index_info = self._check_index(g)
         ok = replay_matches and rep.quarantined == 0 and rep.skipped == 0 and (
             not cache_info["exists"] or cache_info.get("matches_replay", True)) and (
             index_info.get("matches_replay", True))

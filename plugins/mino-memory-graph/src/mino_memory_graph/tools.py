@@ -208,8 +208,9 @@ def fingerprint(mem, args, identity: str):
     """What the approval binds to: the target node as it is now."""
     g = mem.graph
     if args["where"] == "new":
-        same = sorted(nid for nid, n in g.nodes.items()
-                      if not n.deleted and n.label == args["label"] and n.kind == "Aspect")
+        from .partial import find_label
+
+        same = find_label(g, args["label"], "Aspect")
         return ("new", args["label"], tuple(same))
     nid = _target(mem, args, identity)
     n = g.nodes.get(nid) if nid is not None else None
