@@ -49,14 +49,15 @@ def test_a_session_killed_during_bash_resumes_with_every_call_answered(tmp_path,
                MINO_PLUGINS="mino.policy,mino-tools-fs")
     scripted_server.add({"calls": [{"name": "Bash", "arguments": {"command": "sleep 5"}}]})
     proc = subprocess.Popen([MINO, "--mode", "bypass", "-p", "wait a bit"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL)
+    # Headless, the transcript of tool activity goes to stderr (stdout holds only the answer).
     seen, deadline = b"", time.monotonic() + 30
     try:
         while b"[Tool: Bash]" not in seen and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+            ready, _, _ = select.select([proc.stderr], [], [], 1.0)
             if ready:
-                chunk = os.read(proc.stdout.fileno(), 4096)
+                chunk = os.read(proc.stderr.fileno(), 4096)
                 if not chunk:
                     break
                 seen += chunk
@@ -66,7 +67,6 @@ def test_a_session_killed_during_bash_resumes_with_every_call_answered(tmp_path,
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        proc.stdout.close()
         proc.stderr.close()
     log = _log_path(home)
     session_id = log.stem
