@@ -55,9 +55,14 @@ def ensure_home(home: Path) -> None:
         except OSError as exc:
             raise ConfigError(f"Cannot create {path}: {exc.strerror or exc}.") from None
         if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-            raise ConfigError(f"{where} {path} is not readable and writable by you "
-                              f"(mode {path.stat().st_mode & 0o777:o}). Fix its permissions "
-                              "(chmod u+rwx) or set MINO_HOME to another folder.")
+            info = path.stat()
+            if info.st_mode & 0o700 == 0o700 and info.st_uid == os.geteuid():
+                fix = "It is on a read-only disk or marked immutable (lsattr); use another folder"
+            else:
+                fix = "Fix its permissions (chmod u+rwx) or set MINO_HOME to another folder"
+            what = f"{where} {path}" if not sub else f"{path} (in {where})"
+            raise ConfigError(f"{what} is not readable and writable by you "
+                              f"(mode {info.st_mode & 0o777:o}). {fix}.")
     try:
         free = os.statvfs(home).f_bavail * os.statvfs(home).f_frsize
     except (OSError, AttributeError):

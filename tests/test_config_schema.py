@@ -312,3 +312,31 @@ def test_a_graph_journal_path_that_cannot_be_a_file_is_one_line(tmp_path, script
         _one_line(result.stderr, home, "memory.graph.journal", f"found '{journal}' {why}", "warning")
         assert "uses the default (<home>/graph/journal.jsonl)" in result.stderr
         assert "NotADirectoryError" not in result.stderr and "IsADirectoryError" not in result.stderr
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    chattr = shutil.which("chattr")
+    if chattr is None:
+        return False
+    return subprocess.run([chattr, "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("sub", ["", "sessions", "logs"])
+def test_a_home_mino_cannot_write_is_one_line(tmp_path, scripted_server, sub):
+    """An immutable folder (chattr +i) is one nobody may write, root included."""
+    home = tmp_path / "home"
+    (home / "sessions").mkdir(parents=True)
+    (home / "logs").mkdir()
+    target = home / sub if sub else home
+    if not _immutable(target, True):
+        pytest.skip("chattr +i is not available here")
+    try:
+        result = run(home, scripted_server.base_url)
+    finally:
+        _immutable(target, False)
+    assert result.returncode == 2, result.stderr
+    what = f"MINO_HOME {home}" if not sub else f"{target} (in MINO_HOME)"
+    text = f"{what} is not readable and writable by you (mode 755). It is on a read-only disk " \
+        "or marked immutable (lsattr)"
+    assert text in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.stderr and "unexpected error" not in result.stderr
