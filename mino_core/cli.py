@@ -162,10 +162,10 @@ def _terminal_ui(home: Path, holder: list):
     styled = styled_wanted()
     if line_editing_wanted():
         from .repl import COMMANDS, project_sessions
-        from .terminal.input import PromptReader, SlashCompleter
+        from .terminal import Reader
 
-        completer = SlashCompleter(COMMANDS, lambda: project_sessions(holder[0]) if holder else [])
-        reader = PromptReader(home / "history", completer, styled=styled)
+        reader = Reader(home / "history", COMMANDS, lambda: project_sessions(holder[0]) if holder else [],
+                        styled=styled)
     answer = reader.ask if reader is not None else input
     if styled:
         from .terminal.render import RichUI

@@ -69,7 +69,8 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
     # tools are first collected: do both while the person types the first line.
     from .model import prewarm
 
-    prewarm(agent.host.collect_tools)
+    warm = getattr(agent.ui, "prewarm", None)  # rich, for a rendering UI
+    prewarm(agent.host.collect_tools, *([warm] if warm else []))
     while True:
         try:
             line = _typed_ahead(keys, read, "\nYou> ")

@@ -207,7 +207,7 @@ def session_project(path: Path) -> str:
     return str(record.get("project") or "") if isinstance(record, dict) else ""
 
 
-def recap(records: list[dict[str, Any]], exchanges: int = 3, width: int = 200) -> list[tuple[str, str]]:
+def recap(records: list[dict[str, Any]], exchanges: int = 3, width: int = 120) -> list[tuple[str, str]]:
     """The last ``exchanges`` user messages and the answers after them, each clipped to
     ``width`` characters on one line: ``[(role, text)]``, oldest first. Not escaped."""
     shown: list[tuple[str, str]] = []

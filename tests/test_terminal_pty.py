@@ -91,6 +91,15 @@ class Screen:
             if not self._pump(quiet) or len(self.raw) == before:
                 return
 
+    def shows(self, text, timeout=30.0):
+        """Wait until the emulated screen shows ``text`` (redrawn lines are not contiguous
+        in the raw stream)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.shown():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not shown: {text!r}; screen:\n{self.shown()}")
+            self._pump(0.1)
+
     def prompt(self, timeout=30.0):
         """Wait until the prompt is the last line on screen (the turn is over)."""
         deadline = time.monotonic() + timeout
@@ -226,7 +235,7 @@ def test_no_spinner_and_plain_text_in_a_pipe(tmp_path, scripted_server):
     assert "\x1b" not in result.stdout + result.stderr
     result = subprocess.run([MINO, "-p", "hi"], env=env, capture_output=True, text=True, timeout=60,
                             stdin=subprocess.DEVNULL)
-    assert result.stdout == "\nAssistant> Headless **answer**.\n"
+    assert "Headless **answer**." in result.stdout and "\x1b" not in result.stdout
     assert "Waiting for" not in result.stderr and "\x1b" not in result.stderr
 
 
@@ -392,7 +401,7 @@ def test_tab_completes_slash_commands(tmp_path, scripted_server):
     term = Screen([], env)
     term.expect("You>")
     term.type("/hel\t")
-    term.settle()
+    term.shows("You> /help")
     term.type(ENTER)
     term.expect("Commands:")
     term.expect("Alt-Enter")

@@ -37,3 +37,87 @@ def styled_wanted(out: TextIO | None = None) -> bool:
 def status_wanted(err: TextIO | None = None) -> bool:
     """The spinner: only on a terminal's stderr that can erase a line (never a pipe or log)."""
     return _tty(err or sys.stderr) and not _dumb()
+
+
+class Reader:
+    """The prompt on a terminal, with prompt_toolkit loaded at the first prompt: ``You> `` is
+    written at once and prompt_toolkit (about 70 ms to import) takes the line over when
+    ready, so the prompt shows as early as the plain one does. Keys typed meanwhile wait in
+    the terminal's buffer and reach prompt_toolkit (see terminal.input for the keys)."""
+
+    prefill = True  # read() takes ``default``: text typed ahead, editable
+
+    def __init__(self, history, commands, sessions, styled: bool = False, out: TextIO | None = None):
+        self._history, self._commands, self._sessions = history, commands, sessions
+        self._styled = styled
+        self._out = out or sys.stdout
+        self._impl = None
+
+    def _load(self):
+        if self._impl is None:
+            from .input import PromptReader, SlashCompleter
+
+            self._impl = PromptReader(self._history, SlashCompleter(self._commands, self._sessions),
+                                      styled=self._styled)
+        return self._impl
+
+    def read(self, prompt: str, default: str = "") -> str:
+        # Between prompt_toolkit's own reads (before the first, between a Ctrl-C and the
+        # next prompt) keys wait unechoed, Enter stays Enter (no ICRNL) and Ctrl-C stays a
+        # key (no ISIG), so whatever is typed reaches prompt_toolkit exactly as typed.
+        saved = _quiet(sys.stdin)
+        try:
+            if self._impl is None:
+                lead = len(prompt) - len(prompt.lstrip("\n"))
+                shown = prompt.lstrip("\n")
+                if self._styled:
+                    shown = f"\x1b[1;32m{shown.rstrip()}\x1b[0m" + shown[len(shown.rstrip()):]
+                self._out.write("\n" * lead + shown)
+                self._out.flush()
+                self._load()
+                self._out.write("\r\x1b[2K")  # prompt_toolkit draws the line again, with any keys
+                self._out.flush()
+                prompt = prompt.lstrip("\n")
+            return self._impl.read(prompt, default)
+        finally:
+            _restore(sys.stdin, saved)
+
+    def ask(self, question: str) -> str:
+        saved = _quiet(sys.stdin)
+        try:
+            return self._load().ask(question)
+        finally:
+            _restore(sys.stdin, saved)
+
+
+def _quiet(stream):
+    """No echo, no line buffering, no signals, Enter as typed; returns what to restore
+    (None: nothing)."""
+    try:
+        import termios
+
+        fd = stream.fileno()
+        saved = termios.tcgetattr(fd)
+        mode = termios.tcgetattr(fd)
+        mode[0] &= ~termios.ICRNL
+        # ISIG off too: a Ctrl-C now is a key for prompt_toolkit (clear the line), not a
+        # KeyboardInterrupt in the middle of an import.
+        mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG)
+        mode[6][termios.VMIN], mode[6][termios.VTIME] = 1, 0
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+        return fd, saved
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+    except Exception:  # noqa: BLE001 - termios.error: not a terminal after all
+        return None
+
+
+def _restore(stream, saved) -> None:
+    if saved is None:
+        return
+    import termios
+
+    try:
+        termios.tcsetattr(saved[0], termios.TCSANOW, saved[1])
+    except (OSError, termios.error):
+        pass

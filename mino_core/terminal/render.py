@@ -9,11 +9,7 @@ region that is redrawn in place, so nothing already shown is printed again.
 from __future__ import annotations
 
 import time
-from typing import Callable, TextIO
-
-from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
+from typing import Any, Callable, TextIO
 
 from .. import confirm
 from ..ui import TerminalUI, _safe, clip_lines
@@ -33,17 +29,33 @@ LIVE_LINES = 200  # live tool output lines drawn per call; the result says the r
 REFRESH = 1 / 15  # the live region is redrawn at most this often
 
 
-class SafeMarkdown(Markdown):
+_MARKDOWN: Any = None
+
+
+def SafeMarkdown(markup: str, **kwargs):  # noqa: N802 - builds a rich renderable
     """rich's Markdown with raw HTML shown as text (markdown-it would drop it: text the
-    person could not see) and links shown with their address (no OSC 8 hyperlinks)."""
-
-    def __init__(self, markup: str, **kwargs):
-        kwargs.setdefault("hyperlinks", False)
-        super().__init__(markup, **kwargs)
+    person could not see) and links shown with their address (no OSC 8 hyperlinks).
+    rich loads here, at the first answer (the REPL prewarms it while the person types)."""
+    global _MARKDOWN
+    if _MARKDOWN is None:
         from markdown_it import MarkdownIt
+        from rich.markdown import Markdown
 
-        parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
-        self.parsed = parser.parse(markup)
+        class _Safe(Markdown):
+            def __init__(self, text: str, **options):
+                options.setdefault("hyperlinks", False)
+                super().__init__(text, **options)
+                parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+                self.parsed = parser.parse(text)
+
+        _MARKDOWN = _Safe
+    return _MARKDOWN(markup, **kwargs)
+
+
+def prewarm() -> None:
+    """Import what rendering needs (for the prewarm thread)."""
+    SafeMarkdown("")
+    import rich.live  # noqa: F401
 
 
 def _fenced(text: str) -> bool:
@@ -90,14 +102,26 @@ class RichUI(TerminalUI):
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None,
                  read: Callable[[str], str] | None = None, status: bool | None = None):
         super().__init__(out, err, read, status)
-        self.console = Console(file=self.out, force_terminal=True, highlight=False, markup=False,
-                               emoji=False, soft_wrap=False)
+        self._console = None
         self._pending = ""
-        self._live: Live | None = None
+        self._live = None
         self._drawn_at = 0.0
         self._tool_lines = 0
         self._tool_open = False  # live tool output that does not end with a newline yet
         self._streamed = False
+
+    def prewarm(self) -> None:
+        prewarm()
+        self.console  # noqa: B018 - builds it (reads the terminal's size and colours)
+
+    @property
+    def console(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.out, force_terminal=True, highlight=False,
+                                    markup=False, emoji=False, soft_wrap=False)
+        return self._console
 
     # -- the answer ------------------------------------------------------------
 
@@ -130,6 +154,8 @@ class RichUI(TerminalUI):
             return
         self._drawn_at = now
         if self._live is None:
+            from rich.live import Live
+
             self._live = Live(SafeMarkdown(self._pending), console=self.console, auto_refresh=False,
                               transient=True, redirect_stdout=False, redirect_stderr=False,
                               vertical_overflow="crop")
