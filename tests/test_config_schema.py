@@ -195,25 +195,32 @@ def test_a_full_disk_is_one_line(tmp_path, monkeypatch):
         ensure_home(tmp_path / "home")
 
 
-@pytest.mark.skipif(os.geteuid() != 0 and os.name == "posix", reason="made unreadable for another user")
 def test_an_unreadable_home_is_one_line(tmp_path, scripted_server):
-    """As root nothing is unreadable, so mino runs as nobody here, on a home it cannot read."""
+    """chmod 000 on the home; as root (who reads everything) mino runs as nobody instead."""
     import tempfile
 
     base = Path(tempfile.mkdtemp(prefix="mino-unreadable-"))
     try:
         base.chmod(0o755)
         home = base / "home"
-        home.mkdir(mode=0o700)
+        home.mkdir()
         env = isolated_env(home)
         env.update(MINO_BASE_URL=scripted_server.base_url, MINO_PLUGINS=PLUGINS, MINO_PROJECT=str(base),
                    HOME=str(base))
+        extra = {}
+        if os.geteuid() == 0:
+            home.chmod(0o700)  # root's, so nobody may not enter it
+            extra = {"user": 65534}
+        else:
+            home.chmod(0o000)
         try:
             result = subprocess.run([MINO, "-p", "hi"], env=env, capture_output=True, text=True, timeout=60,
-                                    stdin=subprocess.DEVNULL, user=65534, cwd=str(base))
+                                    stdin=subprocess.DEVNULL, cwd=str(base), **extra)
         except (PermissionError, OSError) as exc:
-            pytest.skip(f"cannot run as another user here: {exc}")
-        if "Permission denied" in result.stderr and MINO in result.stderr:
+            pytest.skip(f"cannot run mino as another user here: {exc}")
+        finally:
+            home.chmod(0o700)
+        if extra and "Permission denied" in result.stderr and "home" not in result.stderr:
             pytest.skip("the installed mino is not readable by nobody")
         assert result.returncode == 2, result.stderr
         assert f"MINO_HOME {home} is not readable and writable by you" in result.stderr
