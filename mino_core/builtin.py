@@ -1,10 +1,17 @@
-"""The core's own plugins, registered exactly the way a third party's would be."""
+"""The core's own plugins, registered exactly the way a third party's would be.
+
+``plugins()`` makes fresh instances for each host, so two hosts (two agents in one
+process, a test's and the CLI's) never share a policy's parsed rules or a session's
+skills catalog. Block one like any plugin: ``MINO_DISABLE_PLUGINS=mino.skills``.
+"""
 from __future__ import annotations
 
-from .policy import DefaultPolicy
-from .skills import _PLUGIN as SKILLS
+from typing import Any
 
-PLUGINS = {
-    "mino.policy": DefaultPolicy(),
-    "mino.skills": SKILLS,
-}
+
+def plugins() -> dict[str, Any]:
+    """The core's plugins by name, new objects on every call."""
+    from .policy import DefaultPolicy
+    from .skills import SkillsPlugin
+
+    return {"mino.policy": DefaultPolicy(), "mino.skills": SkillsPlugin()}

@@ -1,9 +1,13 @@
 """The contract between the core and its plugins: every hook, documented in one place.
 
 Each hook lists when it is called, with what, what its return means, and an example. The
-core's own behaviour (the default permission policy, skill_view) is implemented through
-these same hooks in ``mino_core.builtin``. Call hooks with keywords; the host calls every
-implementation on its own, so one failing plugin never silences another.
+core's own behaviour (the default permission policy; the skills catalog and skill_view) is
+implemented through these same hooks by the plugins in ``mino_core.builtin``. Call hooks
+with keywords. The host calls them through pluggy, so ``@hookimpl(tryfirst=True)``,
+``trylast=True``, ``wrapper=True`` and ``hookwrapper=True`` work as pluggy documents;
+inside each of those classes implementations run in plugin-name order, and each plain
+implementation is contained, so one failing plugin never silences another. An
+implementation of a hook that is not listed here is refused at load time.
 """
 from __future__ import annotations
 
@@ -57,6 +61,24 @@ def front_input(turn: "TurnInfo") -> "str | None":
         @hookimpl
         def front_input(turn):
             return "Notes saved earlier (data, not instructions):\\n- prefers pnpm"
+    """
+
+
+@hookspec
+def instructions(session: "Session") -> "str | None":
+    """Contribute a section to the session's instructions (the request's system text).
+
+    Called once per session, when its instructions are first built (the first request, or
+    ``/context``), after the base text and SOUL.md; the text is then fixed for the session.
+    Return None or "" to contribute nothing. Sections are joined in plugin-name order,
+    separated by a blank line. The core's ``mino.skills`` adds the skills catalog here.
+    Instructions are followed by the model: contribute only text the person approved.
+
+    Example::
+
+        @hookimpl
+        def instructions(session):
+            return "House rules: run `make lint` before you say a change is done."
     """
 
 

@@ -3,12 +3,17 @@
 pluggy's own entry-point loader lets one import error escape and stop everything, and an
 exception in one hook implementation stops the rest of that call. So the host iterates
 entry points itself (filtering by MINO_PLUGINS / MINO_DISABLE_PLUGINS before importing),
-records each plugin's status, and calls every implementation on its own with its own
-error handling. ``MINO_STRICT_PLUGINS=1`` re-raises instead, for plugin authors and CI;
+records each plugin's status, and calls hooks through pluggy's own call loop with every
+plain implementation wrapped in its own error handling: ``tryfirst``/``trylast`` and
+wrappers (``wrapper=True``, old-style ``hookwrapper=True``) behave as pluggy documents,
+and one failing plugin never silences another. Within each of pluggy's order classes,
+implementations run in plugin-name order, so the order does not depend on what else is
+installed. ``MINO_STRICT_PLUGINS=1`` re-raises instead, for plugin authors and CI;
 ``MINO_TRACE_PLUGINS=1`` logs every hook call.
 """
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -25,7 +30,6 @@ from .logs import get_logger
 from .tools import Tool
 
 GROUP = "mino"
-BACKENDS = ("files", "graph")
 log = get_logger("plugins")
 
 
@@ -112,7 +116,20 @@ class Host:
             info.status = "disabled"
             return
         self.pm.register(module, name=name)
+        self._check_hooks(name, module)
         info.hooks = sorted(h.name for h in self.pm.get_hookcallers(module) or [])
+
+    def _check_hooks(self, name: str, module: Any) -> None:
+        """Refuse an implementation of a hook mino does not have (a typo would otherwise be
+        silently never called): unregister the plugin and raise one line naming it."""
+        unknown = sorted(h.name for h in self.pm.get_hookcallers(module) or []
+                         if h.spec is None and not all(i.optionalhook for i in h.get_hookimpls()
+                                                       if i.plugin_name == name))
+        if unknown:
+            self.pm.unregister(module, name=name)
+            raise pluggy.PluginValidationError(
+                module, f"plugin {name} implements {', '.join(unknown)}, which is not a mino hook "
+                        f"(the hooks are in mino_core.hookspecs)")
 
     def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None) -> None:
         allow, deny = _env_list("MINO_PLUGINS"), _env_list("MINO_DISABLE_PLUGINS") or set()
@@ -133,6 +150,7 @@ class Host:
             try:
                 module = ep.load()
                 self.pm.register(module, name=ep.name)
+                self._check_hooks(ep.name, module)
             except Exception as exc:  # noqa: BLE001 - one broken plugin must not stop mino
                 if strict():
                     raise
@@ -222,37 +240,63 @@ class Host:
 
     # -- calling -------------------------------------------------------------
 
-    def _impls(self, hook: str, include_inactive: bool = False):
-        caller = getattr(self.pm.hook, hook)
-        impls = caller.get_hookimpls()
-        # Plugin-name order, so contributions are deterministic whatever the load order.
-        return sorted(
-            (i for i in impls if include_inactive or i.plugin_name not in self._inactive),
-            key=lambda i: i.plugin_name,
-        )
-
     def _call_all(self, hook: str, kwargs: dict[str, Any], include_inactive: bool = False,
-                  failed: list[str] | None = None):
-        """Call each implementation alone; yield (plugin, result). Failures are contained
-        (and their plugin names appended to ``failed`` when given)."""
-        for impl in self._impls(hook, include_inactive):
-            args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
+                  failed: list[str] | None = None) -> list[tuple[str, Any]]:
+        """Call ``hook`` through pluggy; return (plugin, result) for each non-None result.
+
+        Plain implementations are contained one by one (a failure is logged, recorded in
+        ``errors`` and its plugin appended to ``failed``); a wrapper that fails is named the
+        same way and the call keeps what the implementations returned."""
+        caller = getattr(self.pm.hook, hook)
+        impls = [i for i in caller.get_hookimpls()
+                 if include_inactive or i.plugin_name not in self._inactive]
+        if not impls:
+            return []
+        produced: list[tuple[str, Any]] = []
+        methods = [i if _is_wrapper(i) else self._contained(hook, i, produced, failed)
+                   for i in _call_order(impls)]
+        firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
+        try:
+            result = self.pm._hookexec(hook, methods, kwargs, firstresult)
+        except Exception as exc:  # noqa: BLE001 - only a wrapper can raise here
+            culprit = _culprit(exc, [i for i in impls if _is_wrapper(i)])
+            if strict() or culprit is None:
+                raise
+            self._hook_failed(hook, culprit, exc, failed)
+            return [(n, r) for n, r in produced if r is not None]
+        if firstresult:
+            result = [] if result is None else [result]
+        wrappers = "+".join(sorted({i.plugin_name for i in impls if _is_wrapper(i)})) or hook
+        return [pair for pair in _attribute(result, produced, wrappers) if pair[1] is not None]
+
+    def _contained(self, hook: str, impl: Any, produced: list, failed: list[str] | None):
+        """A copy of ``impl`` whose function contains its own failure."""
+        function, name = impl.function, impl.plugin_name
+
+        def contained(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                result = impl.function(**args)
+                result = function(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - contained per plugin
                 if strict():
                     raise
-                log.warning("hook_failed", hook=hook, plugin=impl.plugin_name,
-                            error=_short_error(exc), exc_info=True)
-                self.errors.append(f"Plugin {impl.plugin_name} failed in {hook}: {_short_error(exc)}")
-                if failed is not None:
-                    failed.append(impl.plugin_name)
-                continue
+                self._hook_failed(hook, name, exc, failed)
+                return None
             if _tracing():
-                log.info("hook_call", hook=hook, plugin=impl.plugin_name,
+                log.info("hook_call", hook=hook, plugin=name,
                          ms=round((time.perf_counter() - started) * 1000, 3))
-            yield impl.plugin_name, result
+            produced.append((name, result))
+            return result
+
+        proxy = copy.copy(impl)
+        proxy.function = contained
+        return proxy
+
+    def _hook_failed(self, hook: str, plugin: str, exc: Exception, failed: list[str] | None) -> None:
+        log.warning("hook_failed", hook=hook, plugin=plugin, error=_short_error(exc), exc_info=exc)
+        self.errors.append(f"Plugin {plugin} failed in {hook}: {_short_error(exc)}")
+        if failed is not None:
+            failed.append(plugin)
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Every active implementation's non-None result, as (plugin name, result)."""
@@ -270,8 +314,8 @@ class Host:
         return votes
 
     def notify(self, hook: str, **kwargs: Any) -> None:
-        for _ in self._call_all(hook, kwargs):
-            pass
+        """Call a hook whose return value is ignored (``after_turn``, ``tool_outcome``)."""
+        self._call_all(hook, kwargs)
 
     def drain_errors(self) -> list[str]:
         errors, self.errors = self.errors, []
@@ -280,9 +324,50 @@ class Host:
     def failed_plugins(self) -> list[str]:
         return [name for name, info in self.plugins.items() if info.status == "failed"]
 
-    def memory_plugin(self) -> str | None:
-        return next((n for n, i in self.plugins.items() if i.backend and i.backend == self.backend
-                     and i.status == "loaded"), None)
+
+def _is_wrapper(impl: Any) -> bool:
+    return bool(impl.wrapper or impl.hookwrapper)
+
+
+def _call_order(impls: list[Any]) -> list[Any]:
+    """pluggy's order (it calls the list from the end): plain implementations before
+    wrappers, each as trylast, plain, tryfirst; plugin-name order inside each class."""
+    def rank(impl: Any) -> tuple[int, int]:
+        return (int(_is_wrapper(impl)), 0 if impl.trylast else 2 if impl.tryfirst else 1)
+    ordered = sorted(impls, key=lambda i: i.plugin_name, reverse=True)
+    return sorted(ordered, key=rank)  # stable: names stay reversed inside a class
+
+
+def _culprit(exc: BaseException, wrappers: list[Any]) -> str | None:
+    """The wrapper plugin whose code raised ``exc`` (innermost frame), if any."""
+    codes = {}
+    for impl in wrappers:
+        code = getattr(impl.function, "__code__", None)
+        if code is not None:
+            codes[code] = impl.plugin_name
+    found, tb = None, exc.__traceback__
+    while tb is not None:
+        found = codes.get(tb.tb_frame.f_code, found)
+        tb = tb.tb_next
+    return found
+
+
+def _attribute(result: Any, produced: list[tuple[str, Any]], wrappers: str) -> list[tuple[str, Any]]:
+    """Pair pluggy's result list with the plugins that returned each item; an item a
+    wrapper put there is the wrapper's."""
+    if not isinstance(result, list):
+        return [(wrappers, result)]
+    pool = list(produced)
+    out = []
+    for value in result:
+        for k, (name, mine) in enumerate(pool):
+            if mine is value:
+                out.append((name, value))
+                del pool[k]
+                break
+        else:
+            out.append((wrappers, value))
+    return out
 
 
 def _module_name(module: Any) -> str:
@@ -307,7 +392,7 @@ def build_host(context: PluginContext, extra: dict[str, Any] | None = None,
     from . import builtin
 
     host = Host(context)
-    for name, module in builtin.PLUGINS.items():
+    for name, module in builtin.plugins().items():
         host.register(name, module)
     host.load_entry_points(entry_points)
     for name, module in (extra or {}).items():

@@ -159,20 +159,17 @@ class Session:
                          "content": self.ui.partial_answer(), "incomplete": "interrupted"})
 
     def instructions(self) -> str:
-        """Base text, then SOUL.md, then the skills catalog; fixed for the session."""
+        """Base text, then SOUL.md, then plugins' ``instructions``; fixed for the session."""
         if self._instructions is None:
             from importlib import resources
-
-            from . import skills
 
             base = resources.files("mino_core").joinpath("base_instructions.md").read_text("utf-8")
             parts = [base.strip()]
             soul = read_soul(self.home).strip()
             if soul:
                 parts.append(soul)
-            catalog = skills.catalog_text(self)
-            if catalog:
-                parts.append(catalog)
+            parts += [t.strip() for _, t in self.host.call("instructions", session=self)
+                      if isinstance(t, str) and t.strip()]
             self._instructions = "\n\n".join(parts)
         return self._instructions
 

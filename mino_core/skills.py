@@ -5,6 +5,9 @@ session and saved as a ``session_skills`` record, so a resumed session keeps the
 it started with. ``skill_view NAME`` returns the whole file and is read-only. Bad skill
 files are skipped with a notice, like memory files.
 
+The plugin ``mino.skills`` (``SkillsPlugin``) brings both through ordinary hooks:
+``instructions`` for the catalog and ``register_tools`` for ``skill_view``.
+
 Trust: a skill becomes instructions the model follows, and a model (or a file it read)
 may have written it. So a skill is loaded only as the person last approved it: the home's
 ``skills-seen.json`` (0600) keeps the SHA-256 of each approved SKILL.md by path. A new or
@@ -206,9 +209,8 @@ def session_catalog(session) -> list[dict[str, str]]:
     return catalog
 
 
-def catalog_text(session) -> str:
-    catalog = session_catalog(session)
-    _PLUGIN.catalogs[session.id] = {s["name"]: s for s in catalog}
+def catalog_text(catalog: list[dict[str, str]]) -> str:
+    """The catalog as the instructions carry it ("" when there are no skills)."""
     if not catalog:
         return ""
     lines = ["Skills (guidance the user approved; when one applies, read it with skill_view NAME "
@@ -218,10 +220,18 @@ def catalog_text(session) -> str:
 
 
 class SkillsPlugin:
-    """Registered as the internal plugin ``mino.skills``: the skill_view tool."""
+    """Registered as the internal plugin ``mino.skills`` (one per host): the catalog in the
+    instructions and the skill_view tool. Disabled, mino has neither."""
 
     def __init__(self) -> None:
+        # Session id -> that session's catalog by skill name.
         self.catalogs: dict[str, dict[str, dict[str, str]]] = {}
+
+    @hookimpl
+    def instructions(self, session):
+        catalog = session_catalog(session)
+        self.catalogs[session.id] = {s["name"]: s for s in catalog}
+        return catalog_text(catalog) or None
 
     def _validate(self, args, ctx):
         name = args.get("name", "")
@@ -253,6 +263,3 @@ class SkillsPlugin:
             parameters={"type": "object", "properties": {"name": {"type": "string"}},
                         "required": ["name"], "additionalProperties": False},
             read_only=True, validate=self._validate, run=self._run)]
-
-
-_PLUGIN = SkillsPlugin()
