@@ -26,6 +26,9 @@ def plan(quick: bool) -> list[list[str]]:
         ["sandbox_overhead.py", "--runs", "20" if quick else "50"],
         ["graph_bench.py", *(["--quick"] if quick else [])],
         ["graph_turn.py", *(["--quick"] if quick else [])],
+        # issue 15's table: the in-memory design ("old") and journal.index, same run,
+        # on the agent-like journal of agent_journal.py
+        ["graph_store.py", *(["--quick"] if quick else [])],
     ]
     if LOCOMO.exists():
         runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--retriever", "all"])
