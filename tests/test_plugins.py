@@ -140,15 +140,62 @@ def test_every_hookspec_is_documented_with_an_example():
         assert "Called" in doc and "Example::" in doc and "@hookimpl" in doc, spec.__name__
 
 
-def test_every_hookspec_has_an_implementation_that_tests_reach():
-    """datasette's rule: a hook nobody implements is a hook that can silently break."""
-    root = Path(__file__).parent.parent
-    files = [p for folder in ("tests", "plugins", "mino_core") for p in (root / folder).rglob("*.py")
-             if p.name != "hookspecs.py"]
-    text = "".join(p.read_text() for p in files)
-    for name, f in inspect.getmembers(hookspecs, inspect.isfunction):
-        if hasattr(f, "mino_spec"):
-            assert f"def {name}(" in text, f"no implementation of {name}"
+PROBE_RETURNS = {
+    "register_tools": "[Tool('probe_tool', 'p', {'type': 'object'}, read_only=True, "
+                      "run=lambda a, c: ToolResult.completed('probed'))]",
+    "memory_backend": "'probe'", "front_input": "'probe front'", "instructions": "'probe rules'",
+    "plugin_notes": "['probe note']",
+}
+
+
+def test_every_hookspec_is_called_by_the_core(tmp_path, monkeypatch, scripted_server, mino_home):
+    """datasette's rule: a hook the core never calls is a hook that silently broke. An
+    installed plugin (a real entry point) implements every hookspec; a turn, ``mino
+    plugins`` and ``mino memory`` must between them call each one."""
+    import json
+    from importlib.metadata import entry_points
+
+    from click.testing import CliRunner
+
+    from mino_core.cli import cli
+    from mino_core.testing import Harness
+
+    names = [n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(f, "mino_spec")]
+    lines = ["import json, os", "from mino_core import hookimpl, Tool, ToolResult",
+             "def _called(name):",
+             "    with open(os.environ['PROBE_LOG'], 'a') as f:",
+             "        f.write(name + chr(10))"]
+    for name in names:
+        args = ", ".join(inspect.signature(getattr(hookspecs, name)).parameters)
+        lines += ["@hookimpl", f"def {name}({args}):", f"    _called({name!r})",
+                  f"    return {PROBE_RETURNS.get(name, 'None')}"]
+    (tmp_path / "mino_probe_plugin.py").write_text("\n".join(lines) + "\n")
+    dist = tmp_path / "mino_probe-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mino-probe\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text("[mino]\nmino-probe = mino_probe_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "mino-probe" in {ep.name for ep in entry_points(group="mino")}
+    log = tmp_path / "called.txt"
+    monkeypatch.setenv("PROBE_LOG", str(log))
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino-probe")
+    monkeypatch.setenv("MINO_MEMORY_BACKEND", "probe")
+
+    project = tmp_path / "project"
+    project.mkdir()
+    h = Harness(scripted_server, mino_home, project, config={})
+    scripted_server.add({"require": ["probe rules", "probe front"],
+                         "calls": [{"name": "probe_tool", "arguments": {}}]}, {"text": "done"})
+    record = h.turn("probe everything")
+    assert record.outcomes[0].result.output == "probed" and scripted_server.failures == []
+    runner = CliRunner()
+    listing = runner.invoke(cli, ["plugins", "--json"], env={"MINO_HOME": str(mino_home)})
+    [probe] = [p for p in json.loads(listing.output)["plugins"] if p["name"] == "mino-probe"]
+    assert probe["status"] == "loaded" and probe["notes"] == ["probe note"]
+    runner.invoke(cli, ["memory", "--help"], env={"MINO_HOME": str(mino_home)})
+    called = set(log.read_text().split())
+    assert set(names) - called == set(), "hookspecs the core never called"
+    assert set(probe["hooks"]) == set(names)
 
 
 def test_plugin_notes_are_collected_per_plugin(make_plugins):
