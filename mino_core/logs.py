@@ -35,8 +35,25 @@ def _open_private(path: Path):
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
+def _import_structlog():
+    """structlog, imported without rich: when rich is installed (mino's terminal uses it)
+    structlog loads rich's traceback and pretty-printer at import, about 25 ms on the path
+    of every run; mino writes JSON lines and plain console text, so it needs neither."""
+    if "structlog" in sys.modules:
+        return sys.modules["structlog"]
+    hide = "rich" not in sys.modules
+    if hide:
+        sys.modules["rich"] = None  # type: ignore[assignment] - makes `import rich` fail
+    try:
+        import structlog
+    finally:
+        if hide and sys.modules.get("rich", 0) is None:
+            del sys.modules["rich"]
+    return structlog
+
+
 def _emit_factory():
-    import structlog
+    structlog = _import_structlog()
 
     path: Path | None = _state["path"]
     verbose: bool = _state["verbose"]
