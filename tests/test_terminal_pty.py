@@ -406,3 +406,25 @@ def test_tab_completes_slash_commands(tmp_path, scripted_server):
     term.expect("Commands:")
     term.expect("Alt-Enter")
     _leave(term)
+
+
+def test_esc_during_a_tool_run_stops_it_and_the_turn(tmp_path, scripted_server):
+    env, home, project = _env(tmp_path, scripted_server, "mino.policy,mino.skills,mino-tools-fs")
+    scripted_server.add(
+        {"calls": [{"name": "Bash", "arguments": {"command": "printf 'tick-%s\\n' 1; sleep 20"}}]},
+        {"require": ["Interrupted by the user.", "the user interrupted it"], "text": "Noted."})
+    term = Screen(["--mode", "bypass"], env)
+    term.expect("You>")
+    term.type("run it" + ENTER)
+    term.expect("tick-1")
+    started = time.monotonic()
+    term.type(ESC)
+    term.expect("Interrupted.")
+    assert time.monotonic() - started < 5  # not the 20 s the command would take
+    term.prompt()
+    term.type("and?" + ENTER)
+    term.expect("Noted.")
+    _leave(term)
+    records = _log(home)
+    assert [r["ended"] for r in records if r["type"] == "turn_end"] == ["interrupted", "answer"]
+    assert scripted_server.failures == []
