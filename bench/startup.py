@@ -1,5 +1,6 @@
-"""Start-up: ``mino --help``, the time to the first ``You> `` prompt, ``mino -p hi`` and
-the first streamed character.
+"""Start-up: ``mino --help``, the time to the first ``You> `` prompt (on a dumb terminal,
+and on a real one, where prompt_toolkit draws it), ``mino -p hi`` and the first streamed
+character. Wall time, and the CPU time (user + system) of the process beside it.
 
 Reported as medians, and as ratios to a bare ``python -c pass``, to ``python -c "import
 click"`` and to ``python -c "import openai"`` measured in the same run (these machines are
@@ -27,30 +28,53 @@ _BESIDE = os.path.join(os.path.dirname(sys.executable), "mino")
 MINO = _BESIDE if os.path.exists(_BESIDE) else shutil.which("mino")
 
 
+CPU: dict[str, list[float]] = {}  # per case: the process's CPU milliseconds
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
 def timed(argv, env) -> float:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    CPU.setdefault(argv_name(argv), []).append(_children_cpu() - cpu)
     return (time.perf_counter() - start) * 1000
 
 
-def to_prompt(env) -> float:
-    """Milliseconds from exec to the first ``You> `` on a pseudo-terminal."""
+def argv_name(argv) -> str:
+    return " ".join(os.path.basename(str(a)) for a in argv)
+
+
+def to_prompt(env, name="prompt") -> float:
+    """Milliseconds from exec to the first ``You> `` on a pseudo-terminal (CPU: the whole
+    process, to its exit right after)."""
     start = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(MINO, [MINO], env)
     seen = b""
     try:
-        while b"You> " not in seen:
+        while b"You> " not in seen and b"You>\x1b" not in seen:
             ready, _, _ = select.select([fd], [], [], 30)
             if not ready:
                 raise RuntimeError(f"no prompt: {seen!r}")
             seen += os.read(fd, 4096)
         elapsed = (time.perf_counter() - start) * 1000
-        os.write(fd, b"/exit\n")
+        os.write(fd, b"/exit\r")
+        while select.select([fd], [], [], 5)[0]:  # drain, so its last writes never block
+            try:
+                if not os.read(fd, 4096):
+                    break
+            except OSError:
+                break
     finally:
-        os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         os.close(fd)
+    CPU.setdefault(name, []).append((usage.ru_utime + usage.ru_stime) * 1000)
     return elapsed
 
 
@@ -76,8 +100,10 @@ def first_char_child() -> None:
 
 
 def first_char(env) -> float:
+    cpu = _children_cpu()
     out = subprocess.run([sys.executable, __file__, "--first-char-child"], env=env, check=True,
                          capture_output=True, text=True).stdout
+    CPU.setdefault("first", []).append(_children_cpu() - cpu)  # the whole child, set-up included
     return float(out.strip().splitlines()[-1])
 
 
@@ -97,33 +123,51 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MINO_", "OPENAI_"))}
         env.update(MINO_HOME=home, MINO_BASE_URL="http://127.0.0.1:9/v1", TERM="dumb")
         answered = dict(env, MINO_BASE_URL=server.base_url)
+        # A real terminal answers prompt_toolkit's cursor-position query; a bare pty does not.
+        terminal = dict(env, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
         cases = {
             "python -c pass": lambda: timed([sys.executable, "-c", "pass"], env),
             "python -c 'import click'": lambda: timed([sys.executable, "-c", "import click"], env),
             "python -c 'import openai'": lambda: timed([sys.executable, "-c", "import openai"], env),
             "mino --help": lambda: timed([MINO, "--help"], env),
             "first You> prompt": lambda: to_prompt(env),
+            "first You> (terminal)": lambda: to_prompt(terminal, "terminal"),
             "mino -p hi": lambda: timed([MINO, "-p", "hi"], answered),
             "first character (own)": lambda: first_char(env),
         }
         to_prompt(env)  # warm the file cache and write the first-run files
+        to_prompt(terminal, "terminal")
+        CPU.clear()
         samples = {name: [] for name in cases}
+        cpu = {name: [] for name in cases}
         for _ in range(args.runs):
             for name, fn in cases.items():  # interleaved, so drift hits every case alike
+                before = {k: len(v) for k, v in CPU.items()}
                 samples[name].append(fn())
+                for key, values in CPU.items():
+                    if len(values) > before.get(key, 0):
+                        cpu[name].append(values[-1])
     medians = {name: statistics.median(v) for name, v in samples.items()}
+    cpu_medians = {name: statistics.median(v) if v else 0.0 for name, v in cpu.items()}
     bare, click_floor = medians["python -c pass"], medians["python -c 'import click'"]
     openai_floor = medians["python -c 'import openai'"]
+    cpu_click = cpu_medians["python -c 'import click'"] or 1.0
+    cpu_openai = cpu_medians["python -c 'import openai'"] or 1.0
     result = {name: {"median_ms": round(m, 1), "x_bare": round(m / bare, 2),
-                     "x_click": round(m / click_floor, 2), "x_openai": round(m / openai_floor, 2)}
+                     "x_click": round(m / click_floor, 2), "x_openai": round(m / openai_floor, 2),
+                     "cpu_ms": round(cpu_medians[name], 1),
+                     "cpu_x_click": round(cpu_medians[name] / cpu_click, 2),
+                     "cpu_x_openai": round(cpu_medians[name] / cpu_openai, 2)}
               for name, m in medians.items()}
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{'what':<26} {'median ms':>10} {'x bare':>8} {'x click':>8} {'x openai':>9}")
+    print(f"{'what':<26} {'median ms':>10} {'x bare':>8} {'x click':>8} {'x openai':>9}"
+          f" {'cpu ms':>8} {'cpu x click':>12} {'cpu x openai':>13}")
     for name, row in result.items():
         print(f"{name:<26} {row['median_ms']:>10.1f} {row['x_bare']:>8.2f} {row['x_click']:>8.2f}"
-              f" {row['x_openai']:>9.2f}")
+              f" {row['x_openai']:>9.2f} {row['cpu_ms']:>8.1f} {row['cpu_x_click']:>12.2f}"
+              f" {row['cpu_x_openai']:>13.2f}")
     print("targets: mino --help within 1.5x click; first prompt within 3x click; "
           "mino -p within 1.5x openai; first character under 300 ms")
 
