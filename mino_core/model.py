@@ -56,9 +56,15 @@ class ModelError(Exception):
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None):
+    """``tries``: at most this many attempts for this kind of failure (a server that is
+    not answering gets one more chance, not three); ``final``: the message then."""
+
+    def __init__(self, message: str, retry_after: float | None = None, *, tries: int | None = None,
+                 final: str = ""):
         super().__init__(message)
         self.retry_after = retry_after
+        self.tries = tries
+        self.final = final
 
 
 class _NoInclude(Exception):
@@ -187,6 +193,8 @@ class ModelClient:
                               f"({exc}); using chat completions for the rest of this run)")
                 return self.respond(request, ui, deadline)
             except _Retryable as exc:
+                if exc.tries is not None and attempt + 1 >= min(attempts, exc.tries):
+                    raise ModelError(exc.final or str(exc)) from None
                 if attempt + 1 >= attempts:
                     raise ModelError(f"The model service failed {attempts} times ({exc}). "
                                      "Try again in a moment.") from None
@@ -269,13 +277,19 @@ class ModelClient:
         except openai.APIStatusError as exc:
             raise self._status_error(exc, request) from None
         except openai.APITimeoutError:
-            raise _Retryable("timed out") from None
+            url = self.settings.base_url
+            raise _Retryable("timed out", tries=2, final=(
+                f"The model server at {url} did not answer in time (tried twice; timeout "
+                f"{self.settings.timeout:g} s in config.yaml). Is it overloaded, or is base_url "
+                "right?")) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             if isinstance(cause, httpx.ConnectError):
                 raise ModelError(f"Cannot connect to the model server at {self.settings.base_url} "
                                  f"({_reason(cause)}). Is it running, and is base_url right?") from None
-            raise _Retryable(f"connection failed: {type(cause).__name__}") from None
+            raise _Retryable(f"connection failed: {type(cause).__name__}", tries=2, final=(
+                f"Cannot connect to the model server at {self.settings.base_url} "
+                f"({_reason(cause)}; tried twice). Is it running, and is base_url right?")) from None
         except StreamError as exc:
             raise _Retryable(f"stream error: {exc}") from None
         finally:

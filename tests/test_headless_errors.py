@@ -107,3 +107,46 @@ def test_a_501_everywhere_with_api_auto_ends_after_the_chat_try(tmp_path, server
     assert f"has no chat completions endpoint ({url}/chat/completions: HTTP 501" in result.stderr
     assert server_501.seen == ["/v1/responses", "/v1/chat/completions"]
     assert took < LIMIT, took
+
+
+class _Silent:
+    """A loopback server that accepts connections and never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.held: list[float] = []  # when each connection came
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        conns = []
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(time.monotonic())
+            conns.append(conn)
+
+    def close(self):
+        self._stop = True
+        self.sock.close()
+
+
+def test_a_silent_server_is_tried_twice_and_named(tmp_path):
+    server = _Silent()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("timeout: 1\n")
+    try:
+        result, took = run(tmp_path, server.url)
+    finally:
+        server.close()
+    assert result.returncode == 1
+    assert f"The model server at {server.url} did not answer in time (tried twice" in result.stderr
+    assert len(server.held) == 2
+    waited = 2 * 1.0  # the server's share: two read timeouts of 1 s
+    assert took - waited < LIMIT, took
