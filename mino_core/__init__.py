@@ -15,7 +15,7 @@ _EXPORTS = {
     "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
     "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns", "visible": "confirm",
     "load_yaml": "yaml_safe",
-    "atomic_write": "atomic", "PathChanged": "atomic",
+    "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -39,3 +39,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .confirm import visible
     from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write
+    from .session import Session

@@ -1,12 +1,26 @@
 """Test helpers every plugin shares: the scripted model server, a temporary home, a runner.
 
 Plugins' tests use the pytest fixtures in ``mino_core.testing.fixtures`` (registered as a
-pytest plugin by mino-core's entry point), so they all look alike.
+pytest plugin by mino-core's entry point: ``scripted_server``, ``mino_home``, ``project``,
+``make_harness``) and these names, so they all look alike:
+
+- ``Harness``: the real agent in-process against a ``ScriptedServer``;
+- ``plugin_host(plugins, context)``: a host holding only the given plugins;
+- ``isolated_env(home)`` and ``mino_command()``: run the installed ``mino`` in a
+  subprocess that sees neither the real home nor API keys;
+- ``request_text(body)``: all the text a request carries, for assertions.
 """
-from .harness import Harness
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from .harness import Harness, approver, isolated_env
 from .server import ScriptedServer, request_text
 
-__all__ = ["Harness", "ScriptedServer", "plugin_host", "request_text"]
+__all__ = ["Harness", "ScriptedServer", "approver", "isolated_env", "mino_command", "plugin_host",
+           "request_text"]
 
 
 def plugin_host(plugins: dict, context):
@@ -18,3 +32,15 @@ def plugin_host(plugins: dict, context):
     for name, plugin in plugins.items():
         host.register(name, plugin, distribution="(test)")
     return host.finish()
+
+
+def mino_command() -> list[str]:
+    """The installed ``mino`` beside this interpreter (the one this checkout installed),
+    else the one on PATH, else ``python -m``-style through the CLI's ``main``."""
+    beside = os.path.join(os.path.dirname(sys.executable), "mino")
+    if os.path.exists(beside):
+        return [beside]
+    found = shutil.which("mino")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "from mino_core.cli import main; main()"]
