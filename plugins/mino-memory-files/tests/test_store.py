@@ -1,6 +1,7 @@
 """The store: file format, skip rules, sorting, limits and the notice."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -17,8 +18,18 @@ LABEL_LINE = (
 )
 
 
-def test_label_is_the_chapters_line():
-    assert store.LABEL == LABEL_LINE
+def test_the_index_the_model_reads_starts_with_the_chapters_label(make_harness, scripted_server,
+                                                                 monkeypatch, put):
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino-memory-files")
+    h = make_harness(config={"memory": {"backend": "files"}})
+    scripted_server.add({"text": "ok"}, {"text": "ok"})
+    h.turn("nothing saved yet")
+    assert LABEL_LINE not in json.dumps(scripted_server.requests[0])  # no memories, no label
+    put(h.agent.home / "memory", "uses-pnpm", "project", "Uses pnpm.")
+    h.turn("and now?")
+    lead = scripted_server.requests[1]["input"][0]
+    assert lead["role"] == "assistant"
+    assert lead["content"] == LABEL_LINE + "\n- [project] uses-pnpm: Uses pnpm."
 
 
 def test_round_trip_of_the_chapter_example(memdir, put):

@@ -267,10 +267,18 @@ def test_warns_once_per_session_when_a_failure_with_a_known_fix_recurs(
     assert h.notices.count("a fix that worked then: run make deps first") == 1
 
 
-def test_memory_turn_state_is_per_turn(agent, scripted_server):
+def test_memory_turn_state_is_per_turn(agent, scripted_server, mino_home):
     h = agent()
-    scripted_server.add({"text": "a"})
-    rec = h.turn("hello there")
-    sc = rec.info.scratch[loop.NAME]
-    assert set(sc) >= {"episode", "user", "project", "recalled", "feeders"}
-    json.dumps({k: v for k, v in sc.items() if k not in ("memory", "steered")})
+    scripted_server.add({"text": "a"}, {"text": "b"})
+    first = h.turn("hello there")
+    second = h.turn("deploy the service")
+    one, two = (r.info.scratch[loop.NAME] for r in (first, second))
+    assert set(one) >= {"episode", "user", "project", "recalled", "feeders"}
+    # Each turn starts its own state and its own episode; who and where carry over.
+    assert one is not two and one["episode"] != two["episode"]
+    assert (one["user"], one["project"]) == (two["user"], two["project"])
+    graph = journal(mino_home).graph
+    turns = {n: graph.nodes[n] for n in (one["episode"], two["episode"])}
+    assert all(node.kind == "TaskEpisode" for node in turns.values())
+    for state in (one, two):
+        json.dumps({k: v for k, v in state.items() if k not in ("memory", "steered")})

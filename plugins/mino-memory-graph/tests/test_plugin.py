@@ -22,8 +22,25 @@ def _group(tmp_path, monkeypatch):
     return memory
 
 
-def test_backend_name():
-    assert plugin.memory_backend() == "graph"
+def test_chosen_as_the_backend_over_another_unless_config_says_otherwise(tmp_path):
+    from mino_core import hookimpl
+    from mino_core.testing import plugin_host
+
+    class Files:
+        @hookimpl
+        def memory_backend(self):
+            return "files"
+
+    def host(config):
+        context = PluginContext(home=tmp_path, project_root=tmp_path, config=config)
+        return plugin_host({"mino-memory-graph": plugin, "other": Files()}, context)
+
+    chosen = host({})
+    assert chosen.backend == "graph" and chosen.plugins["other"].status == "inactive"
+    assert chosen.plugins["mino-memory-graph"].backend == "graph" and chosen.tools
+    other = host({"memory": {"backend": "files"}})
+    assert other.backend == "files" and other.plugins["mino-memory-graph"].status == "inactive"
+    assert other.tools == {}  # an inactive backend offers no tools
 
 
 def test_commands(tmp_path, monkeypatch):
