@@ -71,7 +71,7 @@ COMMON_MIN = 1000  # a term in fewer documents than this is never left out of a 
 
 # node row, as held while a batch applies: a list indexed by these
 KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \
-    BODY, CHANGED, TEXT, PENDING, WORDS, WLEN, PARENT = range(19)
+    BODY, CHANGED, TEXT, PENDING, WORDS, WLEN, PARENT, ENTITY, TEMPORAL = range(21)
 # edge row
 E_SRC, E_DST, E_KIND, E_W, E_FROM, E_INV, E_OK, E_BAD, E_CHANGED = range(9)
 
@@ -149,8 +149,8 @@ class _Sink:
             return rows[id]
         r = self.db.execute(
             "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, context, live, words, wlen, parent FROM nodes WHERE id=?",
-            (id,)).fetchone()
+            "facts, context, live, words, wlen, parent, entity, temporal FROM nodes "
+            "WHERE id=?", (id,)).fetchone()
         if r is None:
             return None
         t3 = [[k, d] for k, d in self.db.execute(
@@ -158,7 +158,7 @@ class _Sink:
         t3.reverse()
         row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), t3,
                None, _loads(r[9]) if r[9] else None, r[10], False, False, None,
-               r[11], r[12], r[13]]
+               r[11], r[12], r[13], r[14], r[15]]
         rows[id] = row
         self.indb.add(id)
         return row
@@ -199,14 +199,17 @@ class _Sink:
         rows, erows = self.rows, self.erows
 
         def create_node(id, kind, label, at):
-            if node(id) is not None:
+            # an id at or past the counter never existed: nothing to look up
+            fresh = id >= self.next_node and id not in rows
+            if not fresh and node(id) is not None:
                 raise ApplyError(f"node {id} exists")
             row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], None, None,
-                   None, True, True, None, None, 0, None]
+                   None, True, True, None, None, 0, None, None, 0]
             rows[id] = row
             # edges left dangling by an earlier hard delete of this id lead here again
-            self.reparent.update(r[0] for r in self.db.execute(
-                "SELECT src FROM edges WHERE dst=? AND kind='PartOf'", (id,)))
+            if not fresh:
+                self.reparent.update(r[0] for r in self.db.execute(
+                    "SELECT src FROM edges WHERE dst=? AND kind='PartOf'", (id,)))
             log_(row, id, at, "created", "node created as " + label)
             if id >= self.next_node:
                 self.next_node = id + 1
@@ -268,7 +271,7 @@ class _Sink:
                 raise ApplyError(f"node {src} missing")
             if node(dst) is None:
                 raise ApplyError(f"node {dst} missing")
-            if edge(id) is not None:
+            if (id < self.next_edge or id in erows) and edge(id) is not None:
                 raise ApplyError(f"edge {id} exists")
             erows[id] = [src, dst, kind, 0.5, at, None, 0, 0, True]
             if kind == "PartOf":
@@ -341,7 +344,8 @@ class _Sink:
         for id, row in self.rows.items():
             if row is None or not row[CHANGED]:
                 continue
-            body, words, wlen, entity, temporal = row[BODY], row[WORDS], row[WLEN], None, 0
+            body, words, wlen = row[BODY], row[WORDS], row[WLEN]
+            entity, temporal = row[ENTITY], row[TEMPORAL]
             if row[TEXT]:
                 if body:
                     fts_del.append((id, words))
@@ -349,8 +353,9 @@ class _Sink:
                     st["w_total"] -= wlen
                 if row[DELETED]:
                     body = 0
-                    words = None
-                    wlen = 0
+                    words = entity = None
+                    wlen = temporal = 0
+                    self.reparent.add(id)  # it leaves its cluster
                 else:
                     text = text_of(row[KIND], row[LABEL], row[FACTS], row[T3])
                     body = 1
@@ -362,15 +367,10 @@ class _Sink:
                     st["w_total"] += wlen
                     temporal = int(any(t in _words._RELATIVE_TIME_STEMS for t in toks))
                     entity = _entity(row[FACTS])
-                self.reparent.add(id)
                 if row[PARENT] is not None and row[WORDS] != words:
                     clusters.add(row[PARENT])
                 row[WORDS], row[WLEN] = words, wlen
-            else:
-                r = db.execute("SELECT entity, temporal FROM nodes WHERE id=?",
-                               (id,)).fetchone()
-                if r is not None:
-                    entity, temporal = r
+                row[ENTITY], row[TEMPORAL] = entity, temporal
             row[BODY] = body
             node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
@@ -497,10 +497,14 @@ def _sparse(texts: list[str]) -> list[bytes]:
 
         _EMBEDDER.append(HashingEmbedder())
     m = _EMBEDDER[0].embed_matrix(texts)
-    out = []
-    for v in m:
-        nz = np.flatnonzero(v)
-        out.append(nz.astype(np.uint8).tobytes() + v[nz].astype("<f4").tobytes())
+    rows, cols = np.nonzero(m)  # row-major: each row's slots ascending
+    slots = cols.astype(np.uint8).tobytes()
+    vals = m[rows, cols].astype("<f4").tobytes()
+    ends = np.cumsum(np.bincount(rows, minlength=len(texts))).tolist()
+    out, a = [], 0
+    for b in ends:
+        out.append(slots[a:b] + vals[4 * a:4 * b])
+        a = b
     return out
 
 
