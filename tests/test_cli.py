@@ -92,6 +92,8 @@ class Terminal:
         self.buffer = ""
 
     def expect(self, text, timeout=30.0):
+        """Wait for ``text`` after what earlier calls matched; return the output up to and
+        including it, and consume it (so a second ``expect("You> ")`` needs a new prompt)."""
         deadline = time.monotonic() + timeout
         while text not in self.buffer:
             left = deadline - time.monotonic()
@@ -106,7 +108,9 @@ class Terminal:
                 if not chunk:
                     raise AssertionError(f"mino exited before {text!r}; screen:\n{self.buffer}")
                 self.buffer += chunk
-        return self.buffer
+        end = self.buffer.index(text) + len(text)
+        seen, self.buffer = self.buffer[:end], self.buffer[end:]
+        return seen
 
     def send(self, line):
         os.write(self.fd, (line + "\n").encode())

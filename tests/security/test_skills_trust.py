@@ -122,16 +122,19 @@ def test_in_a_terminal_the_person_is_asked_at_the_first_message(tmp_path, script
     pid, fd = pty.fork()
     if pid == 0:  # the child: mino itself
         os.execve(mino, [mino], env)
-    screen = ""
+    screen, unread = "", ""
 
     def expect(text, timeout=30.0):
-        nonlocal screen
+        """Wait for ``text`` in what earlier calls have not matched yet, and consume it."""
+        nonlocal screen, unread
         deadline = time.monotonic() + timeout
-        while text not in screen:
+        while text not in unread:
             ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
             chunk = os.read(fd, 4096).decode("utf-8", "replace") if ready else ""
             assert chunk, f"no {text!r} on the screen:\n{screen}"
             screen += chunk
+            unread += chunk
+        unread = unread[unread.index(text) + len(text):]
 
     try:
         expect("You> ")
