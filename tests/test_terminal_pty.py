@@ -428,3 +428,42 @@ def test_esc_during_a_tool_run_stops_it_and_the_turn(tmp_path, scripted_server):
     records = _log(home)
     assert [r["ended"] for r in records if r["type"] == "turn_end"] == ["interrupted", "answer"]
     assert scripted_server.failures == []
+
+
+def test_history_keeps_prompts_never_answers_and_comes_back_next_run(tmp_path, scripted_server):
+    env, home, project = _env(tmp_path, scripted_server, "mino.policy,mino.skills,mino-tools-fs")
+    scripted_server.add(
+        {"calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hi\n"}}]},
+        {"require": "status: completed", "text": "Written."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("write the notes" + ENTER)
+    term.expect("Approve this operation? [y/N]")
+    term.settle()
+    term.type("y" + ENTER)
+    term.expect("Written.")
+    _leave(term)
+    assert (project / "notes.txt").read_text() == "hi\n"
+    entries = [line for line in (home / "history").read_text().splitlines() if line.startswith("+")]
+    assert entries == ["+write the notes"]
+    # The next run offers it with Up.
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("\x1b[A")
+    term.shows("You> write the notes")
+    term.type(CTRL_C)
+    _leave(term)
+
+
+def test_a_line_typed_during_a_turn_is_the_next_message(tmp_path, scripted_server):
+    env, home, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "first answer, slowly", "delay": 0.1},
+                        {"require": "typed ahead", "text": "Second."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("one" + ENTER)
+    term.expect("first")
+    term.type("typed ahead" + ENTER)
+    term.expect("Second.")
+    _leave(term)
+    assert [_user_messages(r)[-1] for r in scripted_server.requests] == ["one", "typed ahead"]

@@ -31,7 +31,7 @@ class EscWatcher:
         with self._typed_lock:
             data, self._typed = bytes(self._typed), bytearray()
         out: list[str] = []
-        for ch in data.decode("utf-8", "replace"):
+        for ch in data.decode("utf-8", "replace").replace("\r\n", "\n"):
             if ch in "\x7f\x08":
                 if out and out[-1] != "\n":
                     out.pop()
