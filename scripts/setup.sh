@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # Set up mino from a fresh clone: bubblewrap for the sandbox, a virtual environment in
-# .venv, and the four distributions installed editable. `--test` adds the test tools.
+# .venv, and the four distributions installed editable, third-party versions pinned by
+# constraints.txt. Run it again at any time: when nothing it installs from changed
+# (pyproject files, constraints.txt, this script, the Python) it finishes in a second.
+#
+#   bash scripts/setup.sh           mino itself
+#   bash scripts/setup.sh --test    also the test tools (pytest, hypothesis, pyte)
+#   bash scripts/setup.sh --link    also put `mino` on your PATH (a link in ~/.local/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 
-extras=""
-[ "${1:-}" = "--test" ] && extras="[test]"
+extras="" link=no
+for arg in "$@"; do
+  case "$arg" in
+    --test) extras="[test]" ;;
+    --link) link=yes ;;
+    *) echo "setup: unknown option $arg (use --test, --link)" >&2; exit 2 ;;
+  esac
+done
+say() { echo "setup: $*"; }
 
 install_bwrap() {
   command -v bwrap >/dev/null 2>&1 && return 0
@@ -13,11 +27,12 @@ install_bwrap() {
   local sudo=""
   if [ "$(id -u)" != 0 ]; then
     if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
-      echo "setup: bubblewrap is not installed and I cannot install it without root;" \
-           "Bash will ask before each command. Install the 'bubblewrap' package to sandbox it." >&2
+      say "bubblewrap is not installed and I cannot install it without root;" \
+          "Bash will ask before each command. Install the 'bubblewrap' package to sandbox it." >&2
       return 0
     fi
   fi
+  say "installing bubblewrap (the sandbox for Bash)..."
   if command -v apt-get >/dev/null 2>&1; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null >/dev/null || true
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap </dev/null >/dev/null || true
@@ -25,15 +40,63 @@ install_bwrap() {
   elif command -v apk >/dev/null 2>&1; then $sudo apk add -q bubblewrap </dev/null || true
   elif command -v pacman >/dev/null 2>&1; then $sudo pacman -S --noconfirm bubblewrap </dev/null || true
   fi
-  command -v bwrap >/dev/null 2>&1 || echo "setup: could not install bubblewrap; Bash will ask before each command." >&2
+  command -v bwrap >/dev/null 2>&1 || say "could not install bubblewrap; Bash will ask before each command." >&2
 }
 
 install_bwrap
 
 python=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check \
-  -e ".${extras}" \
-  -e plugins/mino-tools-fs \
-  -e plugins/mino-memory-files \
-  -e plugins/mino-memory-graph </dev/null
+if [ ! -x .venv/bin/python ]; then
+  say "creating the virtual environment .venv ($("$python" --version 2>&1))..."
+  "$python" -m venv .venv
+fi
+
+# What the install depends on; the same hash means the same install.
+inputs() {
+  cat pyproject.toml plugins/*/pyproject.toml constraints.txt scripts/setup.sh
+  echo "extras=$extras"
+  .venv/bin/python -c 'import sys; print(sys.version)'
+}
+stamp=.venv/.mino-setup-stamp
+hash=$(inputs | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ] && [ -x .venv/bin/mino ]; then
+  say "up to date: nothing changed since the last set-up (.venv)"
+else
+  pip=(.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt)
+  # Build the editable installs with the environment's own setuptools (no download of a
+  # fresh one for each distribution); a Python whose venv lacks it gets the pinned one.
+  build_tools=(setuptools)
+  [ -n "$extras" ] && build_tools+=(wheel)  # the tests build each distribution's wheel
+  if ! .venv/bin/python -c "import $(IFS=,; echo "${build_tools[*]}")" 2>/dev/null; then
+    say "installing ${build_tools[*]} (to build the installs)..."
+    "${pip[@]}" "${build_tools[@]}" </dev/null
+  fi
+  say "installing mino-core${extras} and the three plugins, editable (versions from constraints.txt)..."
+  "${pip[@]}" --no-build-isolation \
+    -e ".${extras}" \
+    -e plugins/mino-tools-fs \
+    -e plugins/mino-memory-files \
+    -e plugins/mino-memory-graph </dev/null
+  echo "$hash" > "$stamp"
+  say "installed."
+fi
+
+# How to run mino from anywhere.
+bin=$root/.venv/bin/mino
+local_bin=$HOME/.local/bin
+if [ "$link" = yes ]; then
+  mkdir -p "$local_bin"
+  ln -sf "$bin" "$local_bin/mino"
+  say "linked $local_bin/mino -> $bin"
+fi
+if [ "$(command -v mino 2>/dev/null || true)" = "$bin" ] || \
+   [ "$(readlink -f "$(command -v mino 2>/dev/null || echo /nonexistent)")" = "$(readlink -f "$bin")" ]; then
+  say "done. Run: mino   (it is on your PATH)"
+elif [ -L "$local_bin/mino" ] && [ "$(readlink -f "$local_bin/mino")" = "$(readlink -f "$bin")" ]; then
+  say "done. $local_bin/mino links here, but $local_bin is not on your PATH: add"
+  say "  export PATH=\"$local_bin:\$PATH\"   to your shell's profile, then run: mino"
+else
+  say "done. Run mino as $bin"
+  say "To run it as plain 'mino' from anywhere: bash scripts/setup.sh --link (a link in $local_bin),"
+  say "or add  export PATH=\"$root/.venv/bin:\$PATH\"  to your shell's profile."
+fi
