@@ -76,9 +76,13 @@ def test_html_and_links_stay_visible():
     from rich.console import Console
 
     console = Console(file=console_out, force_terminal=True, width=80, emoji=False, markup=False)
-    console.print(SafeMarkdown("<div>hidden?</div>\n\ntext <span>inline</span> [label](http://x.test)"))
+    console.print(SafeMarkdown("<div>hidden?</div>\n\ntext <span>inline</span> [label](http://x.test)\n\n"
+                               "<!-- a comment -->\n\n[ref]: http://hidden.test/curl-evil\n\n"
+                               "![alt text](http://img.test/pic.png)"))
     shown = SGR.sub("", console_out.getvalue())
     assert "<div>hidden?</div>" in shown and "<span>inline</span>" in shown
+    assert "<!-- a comment -->" in shown and "[ref]: http://hidden.test/curl-evil" in shown
+    assert "alt text (http://img.test/pic.png)" in shown
     assert "label (http://x.test)" in shown and "\x1b]8;" not in console_out.getvalue()
 
 

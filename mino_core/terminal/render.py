@@ -34,7 +34,8 @@ _MARKDOWN: Any = None
 
 def SafeMarkdown(markup: str, **kwargs):  # noqa: N802 - builds a rich renderable
     """rich's Markdown with raw HTML shown as text (markdown-it would drop it: text the
-    person could not see) and links shown with their address (no OSC 8 hyperlinks).
+    person could not see), links shown with their address (no OSC 8 hyperlinks), link
+    reference definitions and images shown as written.
     rich loads here, at the first answer (the REPL prewarms it while the person types)."""
     global _MARKDOWN
     if _MARKDOWN is None:
@@ -46,6 +47,9 @@ def SafeMarkdown(markup: str, **kwargs):  # noqa: N802 - builds a rich renderabl
                 options.setdefault("hyperlinks", False)
                 super().__init__(text, **options)
                 parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+                # A link reference definition renders as nothing and an image as its alt
+                # text: both would hide text, so they are shown as written (an image as a link).
+                parser.disable(["reference", "image"])
                 self.parsed = parser.parse(text)
 
         _MARKDOWN = _Safe
