@@ -18,7 +18,7 @@ from typing import Any
 
 from .logs import get_logger
 from .model import ModelError
-from .request import message_item, record_to_item
+from .request import message_item, record_to_item, tool_schemas
 from .sessionlog import CONVERSATION
 
 DEFAULT_WINDOW = 128_000
@@ -68,8 +68,6 @@ def _json_tokens(value: Any) -> int:
 
 def breakdown(session, front_text: str | None = None) -> dict[str, int]:
     """Estimated tokens per part of the next request."""
-    from .turn import tool_schemas
-
     front = session.state.get("front_text", "") if front_text is None else front_text
     summary = session.summary() or ""
     return {

@@ -1,5 +1,8 @@
 """Build one Responses API request: instructions, the leading assistant item, history, tools.
 
+``tool_schemas`` is what the tools part holds (the turn loop and the context budget both
+read it from here).
+
 Items are shaped so that every server we know takes them: each message carries
 ``type: message``, every call's arguments are valid JSON, reasoning is re-sent only with
 its encrypted content to the model and server that wrote it.
@@ -93,6 +96,11 @@ def expand(items: Iterable[dict[str, Any]], via: str | None) -> list[dict[str, A
                         "encrypted_content": r["encrypted_content"]} for r in item[_REASONING])
         out.append({k: v for k, v in item.items() if k not in (_REASONING, _VIA)})
     return out
+
+
+def tool_schemas(session) -> list[dict[str, Any]]:
+    """The session's tools as the request offers them, in name order."""
+    return [tool.schema() for _, tool in sorted(session.host.tools.items())]
 
 
 def build_request(*, model: str, instructions: str, front_text: str, summary: str | None,
