@@ -69,8 +69,19 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
     # tools are first collected: do both while the person types the first line.
     from .model import prewarm
 
-    warm = getattr(agent.ui, "prewarm", None)  # rich, for a rendering UI
-    prewarm(agent.host.collect_tools, *([warm] if warm else []))
+    rich = getattr(agent.ui, "prewarm", None)  # rich, for a rendering UI
+    started: list = []
+
+    def warm() -> None:
+        if not started:
+            started.append(prewarm(agent.host.collect_tools, *([rich] if rich else [])))
+
+    # A terminal reader loads prompt_toolkit at the first prompt: warm up after that.
+    defer = getattr(getattr(read, "__self__", None), "after_load", None)
+    if callable(defer):
+        defer(warm)
+    else:
+        warm()
     while True:
         try:
             line = _typed_ahead(keys, read, "\nYou> ")
@@ -87,6 +98,7 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
             if handle_command(agent, text, read) == "exit":
                 return leave(agent)
             continue
+        warm()  # (already running unless the first message came before any prompt)
         try:
             with keys if keys is not None else contextlib.nullcontext():
                 run_turn(agent.session, line)

@@ -52,6 +52,16 @@ class Reader:
         self._styled = styled
         self._out = out or sys.stdout
         self._impl = None
+        self._after: list = []
+
+    def after_load(self, task) -> None:
+        """Run ``task`` once prompt_toolkit is loaded (now, if it is): the REPL's prewarm
+        (openai, ~0.4 s of CPU) would otherwise share the interpreter with that import and
+        hold back the moment the line is live."""
+        if self._impl is not None:
+            task()
+        else:
+            self._after.append(task)
 
     def _load(self):
         if self._impl is None:
@@ -78,6 +88,9 @@ class Reader:
                 self._out.write("\r\x1b[2K")  # prompt_toolkit draws the line again, with any keys
                 self._out.flush()
                 prompt = prompt.lstrip("\n")
+                tasks, self._after = self._after, []
+                for task in tasks:
+                    task()
             return self._impl.read(prompt, default)
         finally:
             _restore(sys.stdin, saved)
