@@ -1,4 +1,6 @@
-"""Graph memory speed: recall, replay, cached open, writes; ratios against a numpy floor.
+"""Graph memory speed of the in-memory design (``memory.graph.index: off``): recall,
+replay, cached open, writes; ratios against a numpy floor. ``graph_store.py`` measures
+``journal.index`` beside it.
 
     python bench/graph_bench.py            # the full run (100k nodes, 1M ops)
     python bench/graph_bench.py --quick    # smaller, for a smoke run
@@ -6,8 +8,9 @@
 Everything is measured in this one run, because these machines are shared and noisy:
 the floor is a numpy float32 mat-vec of 100,000 x 256 by one vector (plus a top-k),
 and recall is reported as a ratio of it. Cold replay runs in fresh processes (a cold
-start is one), median of three, beside the same replay with the parse kept in the
-opening process (no worker) and the bare JSON parse of the same lines. It is measured on two journals of the same size and mix: one whose ops pick
+start is one), median of three, beside the bare JSON parse of the same lines (the
+replay worker that parsed on the other core is gone with the design it served). It is
+measured on two journals of the same size and mix: one whose ops pick
 their node uniformly (the worst case for memory locality, and the figure held against
 the target) and one where most ops touch the newest nodes, as an agent's journal does.
 """
@@ -29,7 +32,6 @@ sys.path.insert(0, str(ROOT / "plugins" / "mino-memory-graph" / "src"))
 
 import numpy as np  # noqa: E402
 
-from mino_memory_graph.feed import MIN_BYTES  # noqa: E402
 from mino_memory_graph.store import Store  # noqa: E402
 
 T0 = 1_700_000_000_001
@@ -153,17 +155,16 @@ if sys.argv[2] == "parse":
     print(json.dumps({"seconds": time.perf_counter() - t, "ops": n}))
 else:
     t = time.perf_counter()
-    s = Store.open(path, use_cache=False, fsync=False)
+    s = Store.open(path, use_cache=False, fsync=False, use_index=False)
     dt = time.perf_counter() - t
     print(json.dumps({"seconds": dt, "ops": s.report.ops, "nodes": len(s.graph.nodes)}))
 """
 
 
-def _child(mode: str, path: Path, worker: bool = True) -> dict:
+def _child(mode: str, path: Path) -> dict:
     src = str(ROOT / "plugins" / "mino-memory-graph" / "src")
-    env = dict(os.environ, MINO_GRAPH_REPLAY_WORKER="1" if worker else "0")
     out = subprocess.run([sys.executable, "-c", _CHILD, src, mode, str(path)],
-                         capture_output=True, text=True, check=True, env=env)
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -173,10 +174,9 @@ def parse_floor(path: Path, reps: int) -> dict:
     return {"seconds": round(dt, 3), "ops_per_s": int(runs[0]["ops"] / dt)}
 
 
-def replay_cold(path: Path, reps: int, worker: bool = True) -> dict:
-    """Open ``path`` with no cache in ``reps`` fresh processes; the median run.
-    ``worker=False``: parse in the same process (``MINO_GRAPH_REPLAY_WORKER=0``)."""
-    runs = [_child("replay", path, worker) for _ in range(reps)]
+def replay_cold(path: Path, reps: int) -> dict:
+    """Open ``path`` with no cache in ``reps`` fresh processes; the median run."""
+    runs = [_child("replay", path) for _ in range(reps)]
     dt = statistics.median(r["seconds"] for r in runs)
     ops = runs[0]["ops"]
     return {"seconds": round(dt, 3), "ops_per_s": int(ops / dt),
@@ -228,14 +228,11 @@ def main():
     res["parse_floor"] = parse_floor(jp, a.replays)
     res["replay_cold"] = replay_cold(jp, a.replays)
     res["replay_cold"]["journal_mb"] = round(len(data) / 1e6, 1)
-    res["replay_cold_one_process"] = replay_cold(jp, a.replays, worker=False)
     res["replay_time_vs_parse"] = round(
         res["parse_floor"]["ops_per_s"] / res["replay_cold"]["ops_per_s"], 2)
-    res["replay_speedup_from_worker"] = round(
-        res["replay_cold"]["ops_per_s"] / res["replay_cold_one_process"]["ops_per_s"], 2)
     res["replay_cold_recency"] = replay_cold(near, a.replays)
     del data
-    s = Store.open(jp, use_cache=False, fsync=False)
+    s = Store.open(jp, use_cache=False, fsync=False, use_index=False)
     t = time.perf_counter()
     s.engine.sync()
     res["first_index_all_nodes_s"] = round(time.perf_counter() - t, 3)
@@ -248,7 +245,7 @@ def main():
     opens = []
     for _ in range(3):
         t = time.perf_counter()
-        c = Store.open(jp, fsync=False)
+        c = Store.open(jp, fsync=False, use_index=False)
         opens.append(time.perf_counter() - t)
         assert c.loaded_from_cache, c.cache_note
     res["open_with_cache"] = {"median_s": round(statistics.median(opens), 3),
@@ -264,13 +261,13 @@ def main():
     small = tmp / "small" / "journal.jsonl"
     small.parent.mkdir(mode=0o700)
     small.write_bytes(journal_lines(1000, 10_000, seed=3))
-    s1 = Store.open(small, fsync=False, use_cache=False)
+    s1 = Store.open(small, fsync=False, use_cache=False, use_index=False)
     res["recall_top5_state_1k_nodes"] = recall_bench(s1, a.reps)
     s1.close()
 
     # --- one write: lock, catch up, append, (fsync) -------------------------------
     for fs in (True, False):
-        w = Store.open(tmp / f"w{fs}" / "journal.jsonl", fsync=fs)
+        w = Store.open(tmp / f"w{fs}" / "journal.jsonl", fsync=fs, use_index=False)
         with w.write() as r:
             node = r.create_node("Aspect", "write bench")
         i = iter(range(10**9))
@@ -299,14 +296,6 @@ def main():
           f"{r['seconds']} s = {r['ops_per_s']:,} ops/s, median of "
           f"{runs(r)} ({r['journal_mb']} MB; "
           f"target >= 300,000 ops/s)")
-    r1 = res["replay_cold_one_process"]
-    if r["journal_mb"] * 1e6 >= MIN_BYTES:
-        print(f"  {res['replay_speedup_from_worker']}x the same replay parsed in the "
-              f"opening process ({r1['ops_per_s']:,} ops/s, median of "
-              f"{runs(r1)})")
-    else:
-        print(f"  (below the replay worker's {MIN_BYTES >> 20} MiB: parsed in the opening "
-              f"process; {r1['ops_per_s']:,} ops/s in the runs without a worker)")
     print(f"  it takes {res['replay_time_vs_parse']}x the time of the bare JSON parse of "
           f"its lines ({res['parse_floor']['ops_per_s']:,} lines/s, nothing applied)")
     r = res["replay_cold_recency"]

@@ -151,7 +151,7 @@ def med(rows: list[dict], *keys) -> dict:
     return {k: round(statistics.median(r[k] for r in rows), 4) for k in keys}
 
 
-def figures(journal: Path, design: str, runs: int, turns: int) -> dict:
+def figures(journal: Path, design: str, runs: int, turns: int, costs: bool = True) -> dict:
     """Every figure for one design (``old``: Graph + journal.cache; ``index``)."""
     out: dict = {"design": design}
     tmp = Path(tempfile.mkdtemp(prefix=f"mino-store-{design}-"))
@@ -202,7 +202,7 @@ def figures(journal: Path, design: str, runs: int, turns: int) -> dict:
         out["search"]["x_help_wall"] = round(out["search"]["wall"] / out["help"]["wall"], 2)
         out["search"]["x_memory_help_wall"] = round(
             out["search"]["wall"] / out["memory_help"]["wall"], 2)
-        if design == "index":
+        if design == "index" and costs:
             out["index_costs"] = child(INDEX_COSTS, str(jpath))
         if turns:
             project = tmp / "project"
@@ -231,6 +231,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--only", choices=("old", "index"), action="append")
     ap.add_argument("--journal", type=Path, help="reuse a generated journal")
+    ap.add_argument("--no-costs", action="store_true",
+                    help="skip the write A/B (it replays the whole journal into memory)")
     args = ap.parse_args()
     nodes = args.nodes or (10_000 if args.quick else 100_000)
     tmp = Path(tempfile.mkdtemp(prefix="mino-agent-journal-"))
@@ -241,7 +243,8 @@ def main() -> None:
             print(json.dumps({"journal": agent_journal.write(journal, nodes)}), flush=True)
         for design in args.only or ("old", "index"):
             print(json.dumps({"nodes": nodes, **figures(journal, design, args.runs,
-                                                         args.turns)}), flush=True)
+                                                         args.turns, not args.no_costs)}),
+                  flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

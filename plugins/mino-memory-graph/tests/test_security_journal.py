@@ -17,7 +17,7 @@ import time
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph import feed, ops
+from mino_memory_graph import ops
 from mino_memory_graph.cache import same_graph
 from mino_memory_graph.journal import MAX_LINE
 from mino_memory_graph.store import Store
@@ -91,22 +91,6 @@ def test_surrogates_and_repeated_keys_are_quarantined_in_process(jpath):
     assert s.check()["replay"]["quarantined"] == len(BAD)
 
 
-def test_replay_worker_refuses_the_same_lines(jpath, monkeypatch):
-    """The worker (a cold open of a big journal) and the in-process fold agree."""
-    good = good_lines()
-    filler = [ops.encode(*ops.commit_log(2, "note", f"line {i}", AT + 100 + i))
-              for i in range(3000)]
-    write(jpath, good + filler[:1500] + BAD + filler[1500:] + FINE)
-    monkeypatch.setattr(feed, "MIN_BYTES", 1)
-    assert feed.available()
-    w = Store.open(jpath, use_cache=False)
-    monkeypatch.setenv("MINO_GRAPH_REPLAY_WORKER", "0")
-    here = Store.open(jpath, use_cache=False)
-    assert w.report.quarantined == here.report.quarantined == len(BAD)
-    assert same_graph(w.graph, here.graph)
-    assert w.report.bad == here.report.bad
-
-
 def test_cache_never_holds_a_quarantined_line(jpath):
     write(jpath, good_lines() + BAD)
     s = Store.open(jpath, use_index=False)
@@ -153,13 +137,11 @@ def test_line_over_the_limit_is_quarantined_unparsed(jpath, monkeypatch):
             + b"y" * (MAX_LINE - 100) + b'","at":1700000000031}}\n')
     assert len(just) - 1 <= MAX_LINE < len(huge) - 1
     write(jpath, good[:2] + [huge] + good[2:] + [just])
-    for worker in ("0", "1"):
-        monkeypatch.setenv("MINO_GRAPH_REPLAY_WORKER", worker)
-        monkeypatch.setattr(feed, "MIN_BYTES", 1 if worker == "1" else 16 << 20)
-        s = Store.open(jpath, use_cache=False)
+    for lazy in (False, True):  # a replay into memory, then the index's view
+        s = Store.open(jpath, use_cache=False) if not lazy else Store.open(jpath, lazy=True)
         assert s.graph.nodes[1].fact("blob") is None  # a valid op, but too long to read
         assert len(s.graph.nodes[2].fact("blob").value) == MAX_LINE - 100
-        assert s.report.quarantined == 1
+        assert s.quarantined_total() == 1
         (rec,) = corrupt(jpath)  # the second open adds no second record
         assert rec["offset"] == len(good[0]) + len(good[1])
         assert f"line over {MAX_LINE} bytes ({len(huge) - 1} bytes)" in rec["reason"]

@@ -5,7 +5,6 @@ Modules, by what they hold:
 - ``model``    nodes, facts, edges and the pure fold that applies one operation
 - ``ops``      the twelve journal operations: field specs, validation, line encoding
 - ``journal``  the file: paths, the advisory lock, reading, quarantine, appending
-- ``feed``     a big cold open's parse in a worker process, on the other core
 - ``siphash``  SipHash-1-3 with Rust's ``Hash`` framing (for ``hashing-v1``)
 - ``embed``    embedders: ``hashing-v1`` (default) and an opt-in OpenAI-compatible one
 - ``routing``  query routing by cue words and the query alias table

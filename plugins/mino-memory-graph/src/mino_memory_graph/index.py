@@ -67,7 +67,7 @@ SCHEMA = 2
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
 KEEP_ROWS = 20_000  # node rows a fold keeps from one window to the next
-COMMON_MIN = 1000  # a term in fewer documents than this is never left out of a match
+COMMON = 2000  # a term in more documents is left out of a lexical match (see lexical)
 
 # node row, as held while a batch applies: a list indexed by these
 KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \
@@ -867,19 +867,18 @@ class Index:
             terms))
 
     def lexical(self, terms, k: int = 200, *, clusters: bool = False,
-                dfs: dict | None = None, max_df: float = 0.02) -> list[int]:
+                dfs: dict | None = None, common: int = COMMON) -> list[int]:
         """Up to ``k`` live nodes (or clusters) holding any of ``terms`` (hybrid-v1
         words), best FTS5 BM25 first.
 
-        A term in more than ``max_df`` of the documents (and more than ``COMMON_MIN``)
-        is left out of the match when a rarer one remains: it adds little to a score, and reading its postings would be
+        A term in more than ``common`` documents is left out of the match when a rarer
+        one remains: it adds little to a score, and reading its postings would be
         most of the query's cost (FTS5 ranks every row the match yields)."""
         dfs = self.dfs(terms, clusters) if dfs is None else dfs
         present = [t for t in terms if dfs.get(t)]
         if not present:
             return []
-        n = self.stat("c_live" if clusters else "n_live") or 1
-        rare = [t for t in present if dfs[t] <= max(max_df * n, COMMON_MIN)]
+        rare = [t for t in present if dfs[t] <= common]
         use = rare or sorted(present, key=dfs.get)[:1]
         table = "ctext" if clusters else "text"
         match = " OR ".join(f'"{t}"' for t in use)

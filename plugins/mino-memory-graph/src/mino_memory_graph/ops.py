@@ -224,29 +224,6 @@ def bind(g, appliers: dict) -> tuple[dict, dict]:
     return by_body, replay
 
 
-# Fields whose few values repeat across a whole journal (fact keys, log and enum kinds).
-_NAMES = frozenset(("key", "new_key", "kind"))
-
-
-def _taker(spec):
-    """Compile ``take(body) -> fields | None``: the fields in SPECS order when they are
-    well formed (``validate``'s checks), else None. Names (``_NAMES``) come back
-    interned: marshal then sends each once per frame, and the receiver keeps one copy."""
-    vs = [f"v{i}" for i in range(len(spec))]
-    out = [f"intern({v})" if f in _NAMES else v for v, (f, _) in zip(vs, spec)]
-    src = "\n".join([
-        "def take(b):",
-        *_read_checked(spec, vs, "    ", "return None"),
-        f"    return ({', '.join(out)},)",
-    ])
-    return _generate(src, "take")
-
-
-def takers() -> dict:
-    """op name -> ``take(body)`` (see ``_taker``), for ``feed``'s worker."""
-    return {name: _taker(spec) for name, spec in SPECS.items()}
-
-
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 

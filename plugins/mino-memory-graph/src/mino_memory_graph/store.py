@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import cache as _cache
-from . import feed as _feed
 from . import ops as _ops
 from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
@@ -394,7 +393,7 @@ class Store:
     def quarantined_total(self) -> int:
         """Bad lines in the whole journal as far as known: the index counts them all;
         the graph's report, what this open read."""
-        if self._graph is None and self.index is not None:
+        if self.index is not None and (self._graph is None or self.partial):
             return self.index.stat("quarantined")
         return self.report.quarantined
 
@@ -479,13 +478,7 @@ class Store:
         bad: list[dict] = []
         start = self.offset
         whole = j.last_newline(start, size)  # past it: a dead writer's torn line
-        if (whole - start >= _feed.MIN_BYTES and not self.partial and not self.graph.nodes
-                and not self.graph.edges and _feed.available()):
-            # a big cold open: parsed on the other core (``feed``); whatever the
-            # worker did not deliver is folded below
-            start = _feed.fold_in_worker(j, start, whole, self.graph, report, bad)
-        # the running hash follows only when it covers everything before ``start`` (a
-        # worker's range is hashed later, when a cache is saved: ``_prefix_hash``)
+        # the running hash follows only when it covers everything before ``start``
         seen = self._hash.update if self._hashed == start else None
         fold_range(j.read, start, size, self.graph, report, bad, long_lived=True, seen=seen)
         if seen is not None:
