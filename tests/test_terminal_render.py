@@ -159,3 +159,15 @@ def test_the_spinner_erases_itself_and_says_what_it_waits_for():
     size = len(written)
     time.sleep(0.25)
     assert len(err.getvalue()) == size  # stopped means stopped
+
+
+def test_a_notice_in_the_middle_of_an_answer_with_the_status_line_on():
+    out, err = Tty(), Tty()
+    ui = TerminalUI(out, err, status=True)
+    ui.waiting("the model")
+    ui.assistant_start()
+    ui.text_delta("half an answer")
+    ui.notice("(model service: retrying in 1.0s)")  # ends the text line, under the pause
+    assert out.getvalue().endswith("half an answer\n")
+    assert err.getvalue().endswith("(model service: retrying in 1.0s)\n")
+    ui.idle()

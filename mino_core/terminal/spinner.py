@@ -17,7 +17,7 @@ TICK = 0.1
 class Spinner:
     def __init__(self, err: TextIO):
         self.err = err
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a write while paused (a notice ending the text) stops it again
         self._label = ""
         self._since = 0.0
         self._drawn = False
