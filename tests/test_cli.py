@@ -31,6 +31,14 @@ def test_importing_the_cli_does_not_import_openai():
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_prompt_toolkit_and_rich_load_only_where_used():
+    code = ("import sys, mino_core.cli, mino_core.repl, mino_core.ui, mino_core.terminal, mino_core.logs; "
+            "mino_core.logs._import_structlog(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'prompt_toolkit', 'rich'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_missing_settings_are_one_line_not_a_traceback(tmp_path):
     result = run([], tmp_path / "home")
     assert result.returncode == 2
