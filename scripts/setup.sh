@@ -63,13 +63,11 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ] && [ -x .venv/bin/mino ]; 
   say "up to date: nothing changed since the last set-up (.venv)"
 else
   pip=(.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt)
-  # Build the editable installs with the environment's own setuptools (no download of a
-  # fresh one for each distribution); a Python whose venv lacks it gets the pinned one.
-  build_tools=(setuptools)
-  [ -n "$extras" ] && build_tools+=(wheel)  # the tests build each distribution's wheel
-  if ! .venv/bin/python -c "import $(IFS=,; echo "${build_tools[*]}")" 2>/dev/null; then
-    say "installing ${build_tools[*]} (to build the installs)..."
-    "${pip[@]}" "${build_tools[@]}" </dev/null
+  # Build the editable installs with the environment's own setuptools and wheel (pinned),
+  # not a fresh download of them for each distribution; the tests build wheels with them.
+  if ! .venv/bin/python -c "import setuptools, wheel" 2>/dev/null; then
+    say "installing setuptools and wheel (to build the installs)..."
+    "${pip[@]}" setuptools wheel </dev/null
   fi
   say "installing mino-core${extras} and the three plugins, editable (versions from constraints.txt)..."
   "${pip[@]}" --no-build-isolation \

@@ -18,9 +18,9 @@ for dir in plugins/*/; do
   else
     echo "== $name alone: installing mino-core[test] and $name into $venv..."
     rm -rf "$venv"
-    if ! { "$python" -m venv "$venv" &&
-           "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt \
-             --no-build-isolation -e ".[test]" -e "$dir" </dev/null; }; then
+    pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt)
+    if ! { "$python" -m venv "$venv" && "${pip[@]}" setuptools wheel </dev/null &&
+           "${pip[@]}" --no-build-isolation -e ".[test]" -e "$dir" </dev/null; }; then
       echo "== $name alone: could not install" >&2
       status=1
       continue
@@ -28,7 +28,7 @@ for dir in plugins/*/; do
     echo "$hash" > "$venv/.mino-stamp"
   fi
   echo "== $name alone: pytest"
-  (cd "$dir" && MINO_STRICT_PLUGINS=1 "../../$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  (cd "$dir" && MINO_STRICT_PLUGINS=1 "../../$venv/bin/python" -m pytest \
       tests </dev/null) || status=1
 done
 exit $status

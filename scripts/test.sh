@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole suite, as CI runs it: set-up, the eval cases, each plugin alone with the core,
-# then everything together with pytest. Each step says what it does and when it started.
-# Set-up and the alone environments are reused when their inputs did not change. A failed
-# step does not stop the later ones; the exit status is non-zero if any failed, and
-# pytest's summary stays the closing line.
+# and everything together with pytest. Each step says what it does and when it started.
+# Set-up and the alone environments are reused while their inputs are unchanged. The
+# plugins alone run while the whole suite runs beside them (two processes, two cores);
+# pytest's output follows theirs, so its summary is the closing line. A failed step does
+# not stop the others; the exit status is non-zero if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -17,15 +18,25 @@ unset OPENAI_API_KEY OPENAI_BASE_URL MINO_BASE_URL MINO_MODEL MINO_HOME MINO_PLU
 failed=()
 step "the eval cases: mino eval evals"
 .venv/bin/mino eval evals </dev/null || failed+=("the eval cases")
+
+log=$(mktemp "${TMPDIR:-/tmp}/mino-pytest.XXXXXX")
+trap 'rm -f "$log"' EXIT
+step "everything together: pytest, started now beside the plugins alone (its output follows theirs)"
+.venv/bin/python -m pytest </dev/null >"$log" 2>&1 &
+main=$!
 # Each plugin with only the core installed (as a user who installs just that plugin).
 step "each plugin alone with the core: bash scripts/test-plugins-alone.sh"
-bash scripts/test-plugins-alone.sh || failed+=("a plugin alone")
+bash scripts/test-plugins-alone.sh </dev/null || failed+=("a plugin alone")
 if [ ${#failed[@]} -gt 0 ]; then
-  step "FAILED: ${failed[*]} (see above); pytest runs anyway and the run exits 1"
+  step "FAILED: ${failed[*]} (see above); the run exits 1 whatever pytest says"
 fi
-# Everything together, last, so its summary is the run's closing line.
-step "everything together: pytest"
-.venv/bin/python -m pytest </dev/null
-status=$?
+step "everything together: pytest's output so far, then as it comes"
+if tail --version 2>/dev/null | grep -q GNU; then
+  tail -n +1 -f --pid="$main" "$log"
+  wait "$main"; status=$?
+else
+  wait "$main"; status=$?
+  cat "$log"
+fi
 [ ${#failed[@]} -gt 0 ] && [ "$status" = 0 ] && status=1
 exit "$status"
