@@ -62,7 +62,9 @@ hash=$(inputs | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ] && [ -x .venv/bin/mino ]; then
   say "up to date: nothing changed since the last set-up (.venv)"
 else
-  pip=(.venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt)
+  # pip warns once per package about an index folder a machine's pip.conf names but lacks.
+  pip=(pip_quiet .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt)
+  pip_quiet() { "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2); }
   # Build the editable installs with the environment's own setuptools and wheel (pinned),
   # not a fresh download of them for each distribution; the tests build wheels with them.
   if ! .venv/bin/python -c "import setuptools, wheel" 2>/dev/null; then

@@ -8,6 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 status=0
+# pip warns once per package about an index folder a machine's pip.conf names but lacks.
+pip_quiet() { "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2); }
 for dir in plugins/*/; do
   name=$(basename "$dir")
   venv=".venv-alone/$name"
@@ -18,7 +20,7 @@ for dir in plugins/*/; do
   else
     echo "== $name alone: installing mino-core[test] and $name into $venv..."
     rm -rf "$venv"
-    pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt)
+    pip=(pip_quiet "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt)
     if ! { "$python" -m venv "$venv" && "${pip[@]}" setuptools wheel </dev/null &&
            "${pip[@]}" --no-build-isolation -e ".[test]" -e "$dir" </dev/null; }; then
       echo "== $name alone: could not install" >&2
