@@ -176,3 +176,22 @@ def test_optional_hooks_of_another_project_are_allowed():
 
     host = host_of(opt=Optional())
     assert host.plugins["opt"].status == "loaded" and host.errors == []
+
+
+def test_trace_mode_logs_every_implementation_call(tmp_path, monkeypatch):
+    import json
+
+    from mino_core import logs
+
+    monkeypatch.setenv("MINO_TRACE_PLUGINS", "1")
+    (tmp_path / "logs").mkdir()
+    logs.configure(tmp_path)
+    try:
+        host = host_of(a=Text("a"), b=Text("b"), wrap=NewStyleWrapper())
+        host.call("front_input", turn=None)
+    finally:
+        logs.configure(None)
+    events = [json.loads(line) for line in (tmp_path / "logs" / "mino.log").read_text().splitlines()]
+    calls = [(e["hook"], e["plugin"]) for e in events if e.get("event") == "hook_call"]
+    assert calls == [("front_input", "a"), ("front_input", "b")]
+    assert all(isinstance(e["ms"], float) for e in events if e.get("event") == "hook_call")
