@@ -163,6 +163,12 @@ class _Sink:
         self.indb.add(id)
         return row
 
+    def exists(self, id: int) -> bool:
+        """Whether node ``id`` exists (soft-deleted included), without reading its row."""
+        if id in self.rows:
+            return self.rows[id] is not None
+        return self.db.execute("SELECT 1 FROM nodes WHERE id=?", (id,)).fetchone() is not None
+
     def _need(self, id: int) -> list:
         row = self.node(id)
         if row is None:
@@ -195,7 +201,7 @@ class _Sink:
     # --- the twelve operations (``model._appliers``' rules, over rows) ------------
 
     def _appliers(self) -> dict:
-        node, need, edge, log_ = self.node, self._need, self.edge, self._log
+        node, need, edge, log_, exists = self.node, self._need, self.edge, self._log, self.exists
         rows, erows = self.rows, self.erows
 
         def create_node(id, kind, label, at):
@@ -267,9 +273,9 @@ class _Sink:
                 rows[node_] = None
 
         def link(id, src, dst, kind, at):
-            if node(src) is None:
+            if not exists(src):
                 raise ApplyError(f"node {src} missing")
-            if node(dst) is None:
+            if not exists(dst):
                 raise ApplyError(f"node {dst} missing")
             if (id < self.next_edge or id in erows) and edge(id) is not None:
                 raise ApplyError(f"edge {id} exists")
@@ -872,19 +878,26 @@ class Index:
         words), best FTS5 BM25 first.
 
         A term in more than ``common`` documents is left out of the match when a rarer
-        one remains: it adds little to a score, and reading its postings would be
+        one remains (a query of common words only takes the newest documents holding
+        the rarest of them): it adds little to a score, and reading its postings would be
         most of the query's cost (FTS5 ranks every row the match yields)."""
         dfs = self.dfs(terms, clusters) if dfs is None else dfs
         present = [t for t in terms if dfs.get(t)]
         if not present:
             return []
         rare = [t for t in present if dfs[t] <= common]
-        use = rare or sorted(present, key=dfs.get)[:1]
         table = "ctext" if clusters else "text"
-        match = " OR ".join(f'"{t}"' for t in use)
+        if rare:
+            match = " OR ".join(f'"{t}"' for t in rare)
+            return [r[0] for r in self.db.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
+                (match, k))]
+        # only common words: ranking their postings would read them all; the newest
+        # documents holding the rarest of them instead (FTS5 walks rowids backwards)
+        t = min(present, key=dfs.get)
         return [r[0] for r in self.db.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
-            (match, k))]
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (f'"{t}"', k))]
 
     def counts(self) -> dict:
         """``Graph.counts``, from the index."""
