@@ -32,7 +32,7 @@ RAW_CAP = 4096
 # Documented in the plugin README.
 MAX_LINE = 1 << 20
 _scan_once = json.JSONDecoder().scan_once
-_validate = _ops.validate_fast
+_validate = _ops.validate
 
 
 class _Duplicate(ValueError):

@@ -160,27 +160,6 @@ def _generate(src: str, name: str):
     return ns[name]
 
 
-def _fast_validator(name: str, spec):
-    """Compile one boolean expression that accepts the common well-formed body."""
-    conds = _conditions(spec, [f"b[{field!r}]" for field, _ in spec])
-    src = ("def check(b):\n    try:\n        return b.__class__ is dict and ("
-           + conds + ")\n    except KeyError:\n        return False\n")
-    return _generate(src, "check")
-
-
-FAST_CHECKS = {name: _fast_validator(name, spec) for name, spec in SPECS.items()}
-
-
-def validate_fast(obj) -> str | None:
-    """``validate`` with a compiled fast path for well-formed lines."""
-    if obj.__class__ is dict and len(obj) == 1:
-        for name, body in obj.items():
-            check = FAST_CHECKS.get(name)
-            if check is not None and check(body):
-                return None
-    return validate(obj)
-
-
 # --- binding the graph's appliers to bodies -------------------------------------------
 #
 # The graph applies each operation through a function of its fields in SPECS order
