@@ -274,3 +274,24 @@ def test_sigkill_during_appends_and_index_updates_30_times(tmp_path):
         s.close()
     print(f"index behind the journal after {behind} of 30 kills")
     assert behind >= 1  # some kills fell between an append and its index update
+
+
+def test_four_processes_over_the_index_never_share_an_id(tmp_path):
+    """Writers whose graph is read from the index (the default), interleaved: each
+    request sees the others' lines (its view reloads), ids stay unique, the index
+    agrees with a replay."""
+    path = tmp_path / "journal.jsonl"
+    Store.open(path).close()
+    procs = [subprocess.Popen([sys.executable, str(HERE / "writer_proc.py"), str(path),
+                               f"q{i}", "60", "-", "index"]) for i in range(4)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    g = replayed(path)
+    created = [n for n in g.nodes.values() if n.label.startswith("q")]
+    assert len(created) == 4 * 12
+    values = [f.value for n in created for f in n.facts]
+    assert len(values) == 4 * 48 and len({f.id for n in created for f in n.facts}) == 4 * 48
+    s = Store.open(path)
+    rep = s.check()
+    assert rep["ok"] and rep["index"]["matches_replay"] and rep["replay"]["skipped"] == 0
+    s.close()
