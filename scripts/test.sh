@@ -2,7 +2,7 @@
 # The whole suite, as CI runs it: set-up, the eval cases, each plugin alone with the core,
 # and everything together with pytest. Each step says what it does and when it started.
 # Set-up and the alone environments are reused while their inputs are unchanged. The
-# plugins alone run while the whole suite runs beside them (two processes, two cores);
+# plugins alone run, at low priority, while the whole suite runs beside them (two cores);
 # pytest's output follows theirs, so its summary is the closing line. A failed step does
 # not stop the others; the exit status is non-zero if any failed.
 set -uo pipefail
@@ -26,7 +26,9 @@ step "everything together: pytest, started now beside the plugins alone (its out
 main=$!
 # Each plugin with only the core installed (as a user who installs just that plugin).
 step "each plugin alone with the core: bash scripts/test-plugins-alone.sh"
-bash scripts/test-plugins-alone.sh </dev/null || failed+=("a plugin alone")
+# At the lowest priority: the whole suite's terminal tests time key presses, and must not
+# wait for a core while the plugins' suites run.
+nice -n 19 bash scripts/test-plugins-alone.sh </dev/null || failed+=("a plugin alone")
 if [ ${#failed[@]} -gt 0 ]; then
   step "FAILED: ${failed[*]} (see above); the run exits 1 whatever pytest says"
 fi
