@@ -245,35 +245,46 @@ class Host:
         """Call ``hook`` through pluggy; return (plugin, result) for each non-None result.
 
         Plain implementations are contained one by one (a failure is logged, recorded in
-        ``errors`` and its plugin appended to ``failed``); a wrapper that fails is named the
-        same way and the call keeps what the implementations returned."""
+        ``errors`` and its plugin appended to ``failed``). A wrapper that fails is named the
+        same way: the call keeps what the implementations returned, or, when it failed
+        before they ran, is made again without that wrapper."""
         caller = getattr(self.pm.hook, hook)
         impls = [i for i in caller.get_hookimpls()
                  if include_inactive or i.plugin_name not in self._inactive]
-        if not impls:
-            return []
-        produced: list[tuple[str, Any]] = []
-        methods = [i if _is_wrapper(i) else self._contained(hook, i, produced, failed)
-                   for i in _call_order(impls)]
         firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
-        try:
-            result = self.pm._hookexec(hook, methods, kwargs, firstresult)
-        except Exception as exc:  # noqa: BLE001 - only a wrapper can raise here
-            culprit = _culprit(exc, [i for i in impls if _is_wrapper(i)])
-            if strict() or culprit is None:
-                raise
-            self._hook_failed(hook, culprit, exc, failed)
-            return [(n, r) for n, r in produced if r is not None]
-        if firstresult:
-            result = [] if result is None else [result]
-        wrappers = "+".join(sorted({i.plugin_name for i in impls if _is_wrapper(i)})) or hook
-        return [pair for pair in _attribute(result, produced, wrappers) if pair[1] is not None]
+        while impls:
+            produced: list[tuple[str, Any]] = []
+            methods = [i if _is_wrapper(i) else self._contained(hook, i, produced, failed)
+                       for i in _call_order(impls)]
+            wrappers = [i for i in impls if _is_wrapper(i)]
+            try:
+                result = self.pm._hookexec(hook, methods, kwargs, firstresult)
+            except Exception as exc:  # noqa: BLE001 - plain implementations are contained
+                if strict() or not wrappers or isinstance(exc, pluggy.HookCallError):
+                    raise
+                culprit = _culprit(exc, wrappers) or "+".join(sorted({i.plugin_name for i in wrappers}))
+                self._hook_failed(hook, culprit, exc, failed)
+                if self._ran(methods):
+                    return [(n, r) for n, r in produced if r is not None]
+                impls = [i for i in impls if not (_is_wrapper(i) and i.plugin_name in culprit.split("+"))]
+                continue
+            if firstresult:
+                result = [] if result is None else [result]
+            names = "+".join(sorted({i.plugin_name for i in wrappers})) or hook
+            return [pair for pair in _attribute(result, produced, names) if pair[1] is not None]
+        return []
+
+    @staticmethod
+    def _ran(methods: list[Any]) -> bool:
+        """Whether any contained implementation among ``methods`` was called."""
+        return any(getattr(m.function, "called", False) for m in methods)
 
     def _contained(self, hook: str, impl: Any, produced: list, failed: list[str] | None):
         """A copy of ``impl`` whose function contains its own failure."""
         function, name = impl.function, impl.plugin_name
 
         def contained(*args: Any, **kwargs: Any) -> Any:
+            contained.called = True  # type: ignore[attr-defined]
             started = time.perf_counter()
             try:
                 result = function(*args, **kwargs)
@@ -345,11 +356,18 @@ def _culprit(exc: BaseException, wrappers: list[Any]) -> str | None:
         code = getattr(impl.function, "__code__", None)
         if code is not None:
             codes[code] = impl.plugin_name
-    found, tb = None, exc.__traceback__
-    while tb is not None:
-        found = codes.get(tb.tb_frame.f_code, found)
-        tb = tb.tb_next
-    return found
+    # pluggy re-raises some wrapper faults as its own error ("did not yield"): look at the
+    # exceptions that led to this one too.
+    chain: BaseException | None = exc
+    while chain is not None:
+        found, tb = None, chain.__traceback__
+        while tb is not None:
+            found = codes.get(tb.tb_frame.f_code, found)
+            tb = tb.tb_next
+        if found is not None:
+            return found
+        chain = chain.__cause__ or chain.__context__
+    return None
 
 
 def _attribute(result: Any, produced: list[tuple[str, Any]], wrappers: str) -> list[tuple[str, Any]]:

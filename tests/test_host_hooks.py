@@ -195,3 +195,17 @@ def test_trace_mode_logs_every_implementation_call(tmp_path, monkeypatch):
     calls = [(e["hook"], e["plugin"]) for e in events if e.get("event") == "hook_call"]
     assert calls == [("front_input", "a"), ("front_input", "b")]
     assert all(isinstance(e["ms"], float) for e in events if e.get("event") == "hook_call")
+
+
+def test_a_wrapper_that_never_yields_is_named_and_the_others_still_answer():
+    class NoYield:
+        @hookimpl(wrapper=True)
+        def front_input(self, turn):
+            if False:  # a generator function that returns before its yield
+                yield
+            return ["never"]
+
+    host = host_of(a=Text("a"), lazy=NoYield())
+    assert host.call("front_input", turn=None) == [("a", "a")]
+    [message] = host.errors
+    assert message.startswith("Plugin lazy failed in front_input: ")
