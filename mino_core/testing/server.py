@@ -73,6 +73,9 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self.failures: list[str] = []
         self.embedding_requests: list[dict[str, Any]] = []
+        # Request fields the embeddings endpoint refuses with 400, as OpenAI's does for
+        # fields it does not know (``{"input_type"}`` plays OpenAI; empty plays NVIDIA/Cohere).
+        self.embedding_fields_refused: set[str] = set()
         self._lock = threading.Lock()
         self._pending_fail: dict[int, int] = {}
         self._pending_drop: dict[int, int] = {}
@@ -488,6 +491,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         self.scripted.embedding_requests.append(body)
+        refused = sorted(self.scripted.embedding_fields_refused & set(body))
+        if refused:
+            return self._json(400, {"error": {
+                "message": f"Unrecognized request argument supplied: {refused[0]}",
+                "type": "invalid_request_error"}})
         inputs = body.get("input")
         inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
         data = [{"object": "embedding", "index": i, "embedding": fake_embedding(str(text))}

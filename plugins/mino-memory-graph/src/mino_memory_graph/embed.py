@@ -5,6 +5,7 @@ An embedder has ``name`` (journals never record it: vectors are derived), ``dim`
 not known until the first vector) and::
 
     embed(text) -> numpy float32 vector, or None for "no vector" (scores 0)
+    embed_query(text) -> the same for a search query (asymmetric models embed it apart)
     embed_many(texts) -> list of the same, in order
 
 ``hashing-v1``: split on every char that is not ASCII alphanumeric, drop tokens of one
@@ -84,6 +85,9 @@ class HashingEmbedder:
         # give bit-identical vectors
         return self.embed_matrix([text])[0]
 
+    def embed_query(self, text: str):
+        return self.embed(text)  # symmetric: a query is a text like any other
+
     def embed_many(self, texts):
         m = self.embed_matrix(texts)
         return list(m)
@@ -148,18 +152,34 @@ class HashingEmbedder:
         return m.astype(np.float32)
 
 
+# How an asymmetric model is told a query from a document. ``field``: the request's
+# ``input_type`` (NVIDIA NIM, Cohere, Voyage and vLLM-served E5/BGE models take it);
+# ``prefix``: E5's documented text prefixes; ``none``: neither (OpenAI's models are
+# symmetric). ``auto``: ``none`` for OpenAI itself, else ``field``, and ``prefix`` from the
+# first time a server refuses the field.
+INPUT_TYPES = ("auto", "field", "prefix", "none")
+PREFIXES = {"query": "query: ", "document": "passage: "}
+BATCH = 64  # texts per request: one request per text made a cold store take minutes
+
+
 class OpenAIEmbedder:
     """Opt-in embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint.
 
     Bounded: ``timeout`` seconds per attempt, at most ``attempts`` attempts, retried
     only on 429 and 503 with ``backoff`` seconds between. A failure returns None (no
-    vector) and records a notice; it never raises. Vectors are cached on disk, keyed by
-    hex(sha256(model 0x00 text)), one JSON line per entry.
+    vector) and records a notice; it never raises. Texts not cached are sent ``batch`` at
+    a time. Vectors are cached on disk, keyed by hex(sha256(model 0x00 text)) for a
+    document and hex(sha256(model 0x00 "query" 0x00 text)) for a query when the two are
+    embedded apart, one JSON line per entry.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key: str | None = None, cache_dir: Path | str | None = None,
-                 timeout: float = 10.0, attempts: int = 2, backoff: float = 1.0):
+                 timeout: float = 10.0, attempts: int = 2, backoff: float = 1.0,
+                 input_type: str = "auto", batch: int = BATCH):
+        if input_type not in INPUT_TYPES:
+            raise ValueError(f"memory.graph.embedder.input_type must be one of "
+                             f"{', '.join(INPUT_TYPES)}, not {input_type!r}")
         self.model = model
         self.name = f"openai:{model}"
         self.dim = 0
@@ -168,6 +188,14 @@ class OpenAIEmbedder:
         self.timeout = timeout
         self.attempts = max(1, attempts)
         self.backoff = backoff
+        self.batch = max(1, int(batch))
+        if input_type == "auto":
+            official = not base_url or "api.openai.com" in base_url
+            input_type = "none" if official else "field"
+            self._may_fall_back = not official
+        else:
+            self._may_fall_back = False
+        self.input_type = input_type
         self.notices: list[str] = []
         self._client = None
         self._cache: dict[str, list[float]] = {}
@@ -176,10 +204,12 @@ class OpenAIEmbedder:
 
     # --- cache --------------------------------------------------------------------
 
-    def cache_key(self, text: str) -> str:
+    def cache_key(self, text: str, kind: str = "document") -> str:
         h = hashlib.sha256()
         h.update(self.model.encode("utf-8"))
         h.update(b"\x00")
+        if kind == "query" and self.input_type != "none":
+            h.update(b"query\x00")
         h.update(text.encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
@@ -198,17 +228,19 @@ class OpenAIEmbedder:
         except OSError as e:
             log.warning("embedding cache unreadable (%s); starting empty", e)
 
-    def _store(self, key: str, vec: list[float]) -> None:
-        self._cache[key] = vec
+    def _store(self, entries: list[tuple[str, list[float]]]) -> None:
+        for key, vec in entries:
+            self._cache[key] = vec
         p = self._cache_path
-        if p is None:
+        if p is None or not entries:
             return
         try:
             if not p.parent.exists():
                 p.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
             fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, (json.dumps({"k": key, "v": vec}) + "\n").encode())
+                os.write(fd, "".join(json.dumps({"k": k, "v": v}) + "\n"
+                                     for k, v in entries).encode())
             finally:
                 os.close(fd)
         except OSError as e:
@@ -231,58 +263,99 @@ class OpenAIEmbedder:
         log.warning("%s", msg)
 
     def embed(self, text: str):
-        import numpy as np
+        return self._embed([text], "document")[0]
 
-        key = self.cache_key(text)
-        vec = self._cache.get(key)
-        if vec is None:
-            vec = self._fetch(text)
-            if vec is None:
-                return None
-            self._store(key, vec)
-        arr = np.asarray(vec, dtype=np.float32)
-        if not self.dim:
-            self.dim = int(arr.shape[0])
-        if arr.shape[0] != self.dim:
-            self._notice(f"embedding of unexpected size {arr.shape[0]} (expected {self.dim});"
-                         " ignored")
-            return None
-        return arr
+    def embed_query(self, text: str):
+        return self._embed([text], "query")[0]
 
     def embed_many(self, texts):
-        return [self.embed(t) for t in texts]
+        return self._embed(list(texts), "document")
 
-    def _fetch(self, text: str) -> list[float] | None:
+    def _embed(self, texts: list[str], kind: str) -> list:
+        import numpy as np
+
+        keys = [self.cache_key(t, kind) for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if missing:
+            text_of = dict(zip(keys, texts))
+            for start in range(0, len(missing), self.batch):
+                chunk = missing[start:start + self.batch]
+                vectors = self._fetch([text_of[k] for k in chunk], kind)
+                if vectors is not None:
+                    self._store(list(zip(chunk, vectors)))
+        out = []
+        for key in keys:
+            vec = self._cache.get(key)
+            if vec is None:
+                out.append(None)
+                continue
+            arr = np.asarray(vec, dtype=np.float32)
+            if not self.dim:
+                self.dim = int(arr.shape[0])
+            if arr.shape[0] != self.dim:
+                self._notice(f"embedding of unexpected size {arr.shape[0]} (expected "
+                             f"{self.dim}); ignored")
+                out.append(None)
+                continue
+            out.append(arr)
+        return out
+
+    def _request(self, texts: list[str], kind: str) -> dict:
+        if self.input_type == "prefix":
+            return {"input": [PREFIXES[kind] + t for t in texts]}
+        if self.input_type == "field":
+            return {"input": texts, "extra_body": {"input_type": kind}}
+        return {"input": texts}
+
+    def _fetch(self, texts: list[str], kind: str) -> list[list[float]] | None:
+        """Vectors for ``texts`` in order, or None (with a notice) when the server fails."""
         try:
             client = self._get_client()
         except Exception as e:  # noqa: BLE001 - no client means no vector, not a crash
             self._notice(f"embeddings unavailable ({type(e).__name__}: {e}); using no vector")
             return None
         last = ""
-        for attempt in range(self.attempts):
+        attempt = 0
+        while attempt < self.attempts:
             try:
-                resp = client.embeddings.create(model=self.model, input=text)
-                return [float(x) for x in resp.data[0].embedding]
+                resp = client.embeddings.create(model=self.model, **self._request(texts, kind))
+                data = sorted(resp.data, key=lambda d: d.index)
+                if len(data) != len(texts):
+                    self._notice(f"embedding server answered {len(data)} vectors for "
+                                 f"{len(texts)} texts; these texts have no vector")
+                    return None
+                return [[float(x) for x in d.embedding] for d in data]
             except Exception as e:  # noqa: BLE001
                 status = getattr(e, "status_code", None)
+                if status in (400, 422) and self._may_fall_back and "input_type" in str(e):
+                    # The server does not take the field: E5's prefixes from now on.
+                    self._may_fall_back = False
+                    self.input_type = "prefix"
+                    self._notice("the embedding server refused input_type; queries and "
+                                 "documents are told apart by text prefixes instead")
+                    continue
                 last = f"{type(e).__name__}" + (f" {status}" if status else "")
-                if status in (429, 503) and attempt + 1 < self.attempts:
+                attempt += 1
+                if status in (429, 503) and attempt < self.attempts:
                     time.sleep(self.backoff)
                     continue
                 break
-        self._notice(f"embedding request failed ({last}); this text has no vector")
+        self._notice(f"embedding request failed ({last}); {len(texts)} text(s) have no vector")
         return None
 
 
 def embedder_from_config(cfg: dict | None, cache_dir: Path | None = None):
     """``memory.graph.embedder``: absent or ``hashing-v1`` gives the default; a mapping
-    ``{kind: openai, model, base_url, api_key_env, timeout}`` opts in to a server."""
+    ``{kind: openai, model, base_url, api_key_env, timeout, input_type, batch}`` opts in to
+    a server."""
     if not cfg or cfg == "hashing-v1" or cfg == "hashing":
         return HashingEmbedder()
     if isinstance(cfg, dict) and cfg.get("kind") == "openai" and cfg.get("model"):
         key_env = cfg.get("api_key_env") or "OPENAI_API_KEY"
         return OpenAIEmbedder(str(cfg["model"]), base_url=cfg.get("base_url"),
                               api_key=os.environ.get(key_env),
-                              cache_dir=cache_dir, timeout=float(cfg.get("timeout", 10.0)))
+                              cache_dir=cache_dir, timeout=float(cfg.get("timeout", 10.0)),
+                              input_type=str(cfg.get("input_type", "auto")),
+                              batch=int(cfg.get("batch", BATCH)))
     raise ValueError(f"unknown memory.graph.embedder setting {cfg!r}; "
                      "use hashing-v1 or {kind: openai, model: ...}")

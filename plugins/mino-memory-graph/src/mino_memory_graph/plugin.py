@@ -66,5 +66,7 @@ def config_schema(context):
             "kind": {"enum": ["openai"]}, "model": {"type": "string"},
             "base_url": {"type": "string", "pattern": r"^https?://"},
             "api_key_env": {"type": "string"},
-            "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 10}}},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 10},
+            "input_type": {"enum": ["auto", "field", "prefix", "none"], "default": "auto"},
+            "batch": {"type": "integer", "minimum": 1, "maximum": 2048, "default": 64}}},
     }}}

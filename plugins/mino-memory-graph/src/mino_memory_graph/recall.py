@@ -133,9 +133,9 @@ class MnemoScorer:
         if not rows:
             return
         emb_matrix = getattr(self.embedder, "embed_matrix", None)
-        if emb_matrix is None:
-            for r, t in zip(rows, texts):
-                self._set(r, self.embedder.embed(t))
+        if emb_matrix is None:  # a server embedder: one request per batch, not per text
+            for r, vec in zip(rows, self.embedder.embed_many(texts)):
+                self._set(r, vec)
             return
         m = emb_matrix(texts)
         self._ensure(max(rows) + 1, m.shape[1])
@@ -143,7 +143,9 @@ class MnemoScorer:
         self.mt[:, np.asarray(rows, dtype=np.int64)] = m.T
 
     def query_vector(self, query: Query):
-        return self.embedder.embed(query.expanded)
+        # Asymmetric models embed a query apart from the documents it should find.
+        embed_query = getattr(self.embedder, "embed_query", self.embedder.embed)
+        return embed_query(query.expanded)
 
     def scores(self, query: Query) -> np.ndarray:
         n = query.n
