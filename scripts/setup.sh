@@ -59,7 +59,16 @@ inputs() {
 }
 stamp=.venv/.mino-setup-stamp
 hash=$(inputs | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ] && [ -x .venv/bin/mino ]; then
+# ...and what it installed is still there (a package removed by hand is put back).
+installed() {
+  local wanted="mino-core mino-tools-fs mino-memory-files mino-memory-graph"
+  [ -n "$extras" ] && wanted="$wanted pytest hypothesis pyte wheel"
+  .venv/bin/python -c 'import sys
+from importlib.metadata import version
+for name in sys.argv[1:]:
+    version(name)' $wanted 2>/dev/null
+}
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ] && [ -x .venv/bin/mino ] && installed; then
   say "up to date: nothing changed since the last set-up (.venv)"
 else
   # pip warns once per package about an index folder a machine's pip.conf names but lacks.

@@ -15,7 +15,11 @@ for dir in plugins/*/; do
   venv=".venv-alone/$name"
   hash=$({ cat pyproject.toml "$dir/pyproject.toml" constraints.txt scripts/test-plugins-alone.sh
            "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)
-  if [ -f "$venv/.mino-stamp" ] && [ "$(cat "$venv/.mino-stamp")" = "$hash" ]; then
+  if [ -f "$venv/.mino-stamp" ] && [ "$(cat "$venv/.mino-stamp")" = "$hash" ] &&
+     "$venv/bin/python" -c 'import sys
+from importlib.metadata import version
+for name in sys.argv[1:]:
+    version(name)' mino-core "$name" pytest 2>/dev/null; then
     echo "== $name alone: $venv is up to date"
   else
     echo "== $name alone: installing mino-core[test] and $name into $venv..."
