@@ -32,7 +32,10 @@ the file, which is then rebuilt; the journal itself is fsynced by its writer.
 
 Rebuild reads the journal a window (<= 1 MiB of whole lines) at a time and writes each
 window's nodes back before reading the next, so memory stays bounded whatever the
-journal's size; on a terminal it draws a progress bar on stderr.
+journal's size; on a terminal it draws a progress bar on stderr. It writes a new file
+renamed over the index once whole (a crash leaves the old index or none), so it needs
+no rollback journal and leaves to the end what only the final graph needs (secondary
+indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``).
 
 Layout (one row per node; ``facts``, ``tail`` as JSON)::
 
@@ -49,12 +52,14 @@ Layout (one row per node; ``facts``, ``tail`` as JSON)::
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from array import array
 import os
 import sqlite3
 import sys
 import time
+from glob import escape as glob_escape
 from pathlib import Path
 
 from . import journal as _journal
@@ -82,15 +87,11 @@ CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, area TEXT, label TEXT,
     deleted INTEGER, useful INTEGER, unhelpful INTEGER, created_at INTEGER,
     nlog INTEGER, facts TEXT, vec BLOB, context TEXT, live INTEGER,
     words TEXT, wlen INTEGER, parent INTEGER, entity TEXT, temporal INTEGER);
-CREATE INDEX nodes_parent ON nodes(parent, id) WHERE parent IS NOT NULL;
-CREATE INDEX nodes_entity ON nodes(entity) WHERE entity IS NOT NULL;
 CREATE TABLE clusters(id INTEGER PRIMARY KEY, words TEXT, wlen INTEGER);
 CREATE TABLE log(node INTEGER, seq INTEGER, at INTEGER, kind TEXT, detail TEXT,
     PRIMARY KEY(node, seq)) WITHOUT ROWID;
 CREATE TABLE edges(id INTEGER PRIMARY KEY, src INTEGER, dst INTEGER, kind TEXT,
     weight REAL, valid_from INTEGER, invalid_at INTEGER, success INTEGER, failure INTEGER);
-CREATE INDEX edges_src ON edges(src);
-CREATE INDEX edges_dst ON edges(dst);
 CREATE VIRTUAL TABLE text USING fts5(words, content=nodes, content_rowid=id,
     tokenize='ascii');
 CREATE VIRTUAL TABLE terms USING fts5vocab(text, 'row');
@@ -98,6 +99,22 @@ CREATE VIRTUAL TABLE ctext USING fts5(words, content=clusters, content_rowid=id,
     tokenize='ascii');
 CREATE VIRTUAL TABLE cterms USING fts5vocab(ctext, 'row');
 """
+
+# secondary indexes: a rebuild into a fresh file makes them at the end, in one pass each
+_EDGE_INDEXES = """
+CREATE INDEX edges_src ON edges(src);
+CREATE INDEX edges_dst ON edges(dst);
+"""
+_NODE_INDEXES = """
+CREATE INDEX nodes_parent ON nodes(parent, id) WHERE parent IS NOT NULL;
+CREATE INDEX nodes_entity ON nodes(entity) WHERE entity IS NOT NULL;
+"""
+# hybrid-v1's cluster parent of a node: the newest live PartOf edge from it to a live
+# node that is not a project
+_PARENT = ("SELECT e.dst FROM edges e JOIN nodes n ON n.id = e.dst WHERE e.src={src} "
+           "AND e.kind='PartOf' AND e.invalid_at IS NULL AND e.weight > 0 "
+           "AND e.valid_from <= ? AND n.deleted=0 AND NOT (n.kind='Entity' AND "
+           "substr(n.label, 1, 8)='project ') ORDER BY e.id DESC LIMIT 1")
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _loads = json.loads
@@ -132,6 +149,9 @@ class _Sink:
         self.indb: set[int] = set()  # rows read from the database in this window
         self.reparent: set[int] = set()  # nodes whose cluster parent may have changed
         self.orphaned: list[int] = []  # deleted nodes: their children's parent changes
+        # a rebuild into a fresh file: which node ids exist, kept here rather than asked
+        # of the database; the lexical tables are filled once at the end (``fill_text``)
+        self.known: bytearray | None = bytearray() if index.fresh else None
         self.stats = dict(index.db.execute(
             "SELECT key, value FROM meta WHERE key IN ('n_live','w_total','c_live','c_total')"))
         m = index.counters()
@@ -147,6 +167,9 @@ class _Sink:
         rows = self.rows
         if id in rows:
             return rows[id]
+        known = self.known
+        if known is not None and (id >= len(known) or not known[id]):
+            return None
         r = self.db.execute(
             "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
             "facts, context, live, words, wlen, parent, entity, temporal FROM nodes "
@@ -167,6 +190,9 @@ class _Sink:
         """Whether node ``id`` exists (soft-deleted included), without reading its row."""
         if id in self.rows:
             return self.rows[id] is not None
+        known = self.known
+        if known is not None:
+            return id < len(known) and known[id] == 1
         return self.db.execute("SELECT 1 FROM nodes WHERE id=?", (id,)).fetchone() is not None
 
     def _need(self, id: int) -> list:
@@ -212,8 +238,13 @@ class _Sink:
             row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], None, None,
                    None, True, True, None, None, 0, None, None, 0]
             rows[id] = row
+            known = self.known
+            if known is not None:
+                if id >= len(known):
+                    known.extend(bytes(id + 4096 - len(known)))
+                known[id] = 1
             # edges left dangling by an earlier hard delete of this id lead here again
-            if not fresh:
+            if not fresh and known is None:
                 self.reparent.update(r[0] for r in self.db.execute(
                     "SELECT src FROM edges WHERE dst=? AND kind='PartOf'", (id,)))
             log_(row, id, at, "created", "node created as " + label)
@@ -271,6 +302,8 @@ class _Sink:
                     self.purged.append((node_, row[BODY], row[WORDS], row[WLEN],
                                         row[PARENT]))
                 rows[node_] = None
+                if self.known is not None:
+                    self.known[node_] = 0
 
         def link(id, src, dst, kind, at):
             if not exists(src):
@@ -371,7 +404,7 @@ class _Sink:
                     texts.append(text)
                     st["n_live"] += 1
                     st["w_total"] += wlen
-                    temporal = int(any(t in _words._RELATIVE_TIME_STEMS for t in toks))
+                    temporal = int(not _words._RELATIVE_TIME_STEMS.isdisjoint(toks))
                     entity = _entity(row[FACTS])
                 if row[PARENT] is not None and row[WORDS] != words:
                     clusters.add(row[PARENT])
@@ -385,6 +418,10 @@ class _Sink:
                               words, wlen, row[PARENT], entity, temporal))
             if row[PENDING]:
                 logs.extend(row[PENDING])
+        if self.known is not None:
+            fts_del = fts_add_rows = ()
+        else:
+            fts_add_rows = fts_add
         if fts_del:
             db.executemany("INSERT INTO text(text, rowid, words) VALUES('delete', ?, ?)",
                            fts_del)
@@ -402,18 +439,19 @@ class _Sink:
                            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
         if logs:
             db.executemany("INSERT OR REPLACE INTO log VALUES (?,?,?,?,?)", logs)
-        if fts_add:
-            db.executemany("INSERT INTO text(rowid, words) VALUES(?, ?)", fts_add)
+        if fts_add_rows:
+            db.executemany("INSERT INTO text(rowid, words) VALUES(?, ?)", fts_add_rows)
         edges = [(id, *e[:E_CHANGED]) for id, e in self.erows.items() if e[E_CHANGED]]
         if edges:
             db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)", edges)
-        for p in self.orphaned:
-            self.reparent.update(r[0] for r in db.execute(
-                "SELECT id FROM nodes WHERE parent=?", (p,)))
-        if self.reparent:
-            self._reparent(clusters)
-        if clusters:
-            self._clusters(clusters)
+        if self.known is None:  # a fresh rebuild places every node once, at the end
+            for p in self.orphaned:
+                self.reparent.update(r[0] for r in db.execute(
+                    "SELECT id FROM nodes WHERE parent=?", (p,)))
+            if self.reparent:
+                self._reparent(clusters)
+            if clusters:
+                self._clusters(clusters)
         db.executemany("UPDATE meta SET value=? WHERE key=?",
                        [(v, k) for k, v in st.items()])
         # rows stay for the next window as they now are on disk (hot nodes such as the
@@ -444,12 +482,7 @@ class _Sink:
                 continue
             new = None
             if not r[0]:
-                got = db.execute(
-                    "SELECT e.dst FROM edges e JOIN nodes n ON n.id = e.dst WHERE e.src=? "
-                    "AND e.kind='PartOf' AND e.invalid_at IS NULL AND e.weight > 0 "
-                    "AND e.valid_from <= ? AND n.deleted=0 AND NOT (n.kind='Entity' AND "
-                    "substr(n.label, 1, 8)='project ') ORDER BY e.id DESC LIMIT 1",
-                    (id, self.clock)).fetchone()
+                got = db.execute(_PARENT.format(src="?"), (id, self.clock)).fetchone()
                 new = got[0] if got else None
             if new != r[1]:
                 changed.append((new, id))
@@ -471,8 +504,9 @@ class _Sink:
         for p in parents:
             old = db.execute("SELECT words, wlen FROM clusters WHERE id=?", (p,)).fetchone()
             if old is not None:
-                db.execute("INSERT INTO ctext(ctext, rowid, words) VALUES('delete', ?, ?)",
-                           (p, old[0]))
+                if self.known is None:
+                    db.execute("INSERT INTO ctext(ctext, rowid, words) "
+                               "VALUES('delete', ?, ?)", (p, old[0]))
                 db.execute("DELETE FROM clusters WHERE id=?", (p,))
                 st["c_live"] -= 1
                 st["c_total"] -= old[1]
@@ -482,9 +516,38 @@ class _Sink:
                 words = " ".join(w for w, _ in members if w)
                 wlen = sum(n for _, n in members)
                 db.execute("INSERT INTO clusters VALUES (?, ?, ?)", (p, words, wlen))
-                db.execute("INSERT INTO ctext(rowid, words) VALUES(?, ?)", (p, words))
+                if self.known is None:
+                    db.execute("INSERT INTO ctext(rowid, words) VALUES(?, ?)", (p, words))
                 st["c_live"] += 1
                 st["c_total"] += wlen
+
+    def finish(self) -> None:
+        """The end of a rebuild into a fresh file, each in one pass over the final
+        state: the secondary indexes, every live node's cluster parent and every
+        cluster's words (what ``_reparent`` and ``_clusters`` give, as both are
+        functions of the graph as it stands), and both lexical tables."""
+        db, st = self.db, self.stats
+        for ddl in _EDGE_INDEXES.strip().splitlines():  # (executescript would commit)
+            db.execute(ddl)
+        db.execute(f"UPDATE nodes SET parent=({_PARENT.format(src='nodes.id')}) "
+                   "WHERE deleted=0", (self.clock,))
+        for ddl in _NODE_INDEXES.strip().splitlines():
+            db.execute(ddl)
+        out = []
+        members = db.execute("SELECT parent, words, wlen FROM nodes WHERE parent IS NOT "
+                             "NULL AND deleted=0 ORDER BY parent, id")
+        for p, group in itertools.groupby(members, key=lambda r: r[0]):
+            group = list(group)
+            out.append((p, " ".join(r[1] for r in group if r[1]), sum(r[2] for r in group)))
+        db.executemany("INSERT INTO clusters VALUES (?, ?, ?)", out)
+        st["c_live"] = len(out)
+        st["c_total"] = sum(r[2] for r in out)
+        db.execute("INSERT INTO text(rowid, words) SELECT id, words FROM nodes "
+                   "WHERE live=1 ORDER BY id")
+        db.execute("INSERT INTO ctext(rowid, words) SELECT id, words FROM clusters "
+                   "ORDER BY id")
+        db.executemany("UPDATE meta SET value=? WHERE key=?",
+                       [(v, k) for k, v in st.items()])
 
 
 _KEEP = object()  # a node row whose vector did not change
@@ -545,6 +608,7 @@ class Index:
         self.db: sqlite3.Connection | None = None
         self.offset = 0
         self.rebuilt = False
+        self.fresh = False  # rebuilding into a new file (see ``rebuild``)
         self.ops_applied = 0
         self.report = _journal.Report()
         self.note = ""
@@ -599,6 +663,8 @@ class Index:
         self._journal_ino = self.journal.ino
         if create:
             db.executescript(_DDL)
+            if not self.fresh:
+                db.executescript(_EDGE_INDEXES + _NODE_INDEXES)
             db.executemany("INSERT INTO meta VALUES (?, ?)", [
                 ("schema", SCHEMA), ("offset", 0), ("tail", b""), ("stat", ""),
                 ("next_node", 1), ("next_edge", 1), ("next_fact", 1),
@@ -670,11 +736,44 @@ class Index:
     # --- keeping up ---------------------------------------------------------------
 
     def rebuild(self, progress: bool | None = None) -> None:
-        """From the journal, afresh (caller holds a journal lock)."""
-        self._connect(create=True)
-        self.offset = 0
-        self.rebuilt = True
-        self.catch_up(progress=progress)
+        """From the journal, afresh (caller holds a journal lock), into a new file
+        beside the index that is renamed over it once whole: a crash leaves the old
+        index or none, never a half one, so the new file needs no rollback journal
+        and its lexical tables are filled once at the end."""
+        final = self.path
+        tmp = final.with_name(f"{final.name}.new-{os.getpid()}")
+        _sweep(final)
+        self.path = tmp
+        try:
+            self.fresh = True
+            self._connect(create=True)
+            self.db.execute("PRAGMA journal_mode=OFF")
+            self.offset = 0
+            self.rebuilt = True
+            self.catch_up(progress=progress)
+            if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='edges_src'"
+                                   ).fetchone():  # an empty journal: nothing folded
+                self.db.executescript(_EDGE_INDEXES + _NODE_INDEXES)
+            self.db.close()
+            self.db = None
+            try:  # a rollback journal left by the old file must not meet the new one
+                os.unlink(str(final) + "-journal")
+            except FileNotFoundError:
+                pass
+            os.replace(tmp, final)
+        except BaseException:
+            if self.db is not None:
+                self.db.close()
+                self.db = None
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        finally:
+            self.path = final
+            self.fresh = False
+        self._connect(create=False)
 
     def catch_up(self, progress: bool | None = None) -> int:
         """Apply the journal past ``offset`` (caller holds a journal lock); returns the
@@ -737,6 +836,8 @@ class Index:
             if show:
                 show.update(pos)
         self._hash_blocks(end)
+        if sink.known is not None:
+            sink.finish()
         for b in bad:
             if b["offset"] >= whole:
                 b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
@@ -956,6 +1057,24 @@ class Index:
         if self.db is not None:
             self.db.close()
             self.db = None
+
+
+def _sweep(path: Path) -> None:
+    """Remove the files of rebuilds whose process is gone (``rebuild``'s new files)."""
+    for p in path.parent.glob(glob_escape(path.name) + ".new-*"):
+        try:
+            pid = int(p.name.rsplit("-", 1)[1])
+            if pid != os.getpid():
+                os.kill(pid, 0)
+                continue
+        except ProcessLookupError:
+            pass
+        except (ValueError, PermissionError):
+            continue
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def graph_snapshot(g):

@@ -61,8 +61,13 @@ _STEMS: dict[str, str | None] = {w: None for w in STOPWORDS}  # word -> stem, No
 def tokenize(text: str) -> list[str]:
     """Lowercase, split on non-alphanumerics, drop stopwords, stem (memoised per word)."""
     memo = _STEMS
+    found = _WORD.findall(text.lower())
+    try:  # every word seen before: one pass in C
+        return [s for s in map(memo.__getitem__, found) if s is not None]
+    except KeyError:
+        pass
     out = []
-    for w in _WORD.findall(text.lower()):
+    for w in found:
         s = memo.get(w, w)
         if s is w:  # not seen yet (a stored stem is never the same object as a new word)
             s = stem(w)
