@@ -109,8 +109,9 @@ def _fail(message: str, code: int = 2):
 
 
 def _host():
-    from .config import ConfigError, home_dir
-    from .session import project_root
+    # project_root from config, not session: a plugin command needs no session (whose
+    # imports, the model client and the session log among them, cost ~8 ms of start-up)
+    from .config import ConfigError, home_dir, project_root
     from .startup import checked_host
 
     try:

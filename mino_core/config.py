@@ -19,6 +19,12 @@ def home_dir() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".mino"
 
 
+def project_root(start: Path | None = None) -> Path:
+    """The project folder: ``MINO_PROJECT`` if set, else the current folder."""
+    raw = os.environ.get("MINO_PROJECT")
+    return Path(raw).resolve() if raw else (start or Path.cwd()).resolve()
+
+
 MIN_FREE_BYTES = 1 << 20  # below this on the home folder's disk, sessions cannot be saved
 
 

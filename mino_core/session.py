@@ -1,11 +1,11 @@
 """A live session: its log, mode, instructions and the services hooks may use."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from . import confirm
+from .config import project_root  # noqa: F401 - defined there, imported from here too
 from .model import ModelClient
 from .permissions import normalise_mode
 from .plugins import Host
@@ -198,9 +198,3 @@ class Session:
                 self._items.append(item)
         self._items_seen = len(records)
         return self._items
-
-
-def project_root(start: Path | None = None) -> Path:
-    """The project folder: ``MINO_PROJECT`` if set, else the current folder."""
-    raw = os.environ.get("MINO_PROJECT")
-    return Path(raw).resolve() if raw else (start or Path.cwd()).resolve()
