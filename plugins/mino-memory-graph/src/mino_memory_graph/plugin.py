@@ -1,6 +1,6 @@
 """mino hooks: the ``graph`` memory backend, its tools, the Mnemo loop and its commands.
 
-The loop (``loop.py``): ``front_input`` recalls and opens the turn's episode,
+The loop (``loop.py``, its steps in ``episodes.py``): ``front_input`` recalls and opens the turn's episode,
 ``tool_outcome`` logs and steers, ``after_turn`` reinforces, votes and reflects. Tools are
 in ``tools.py``, the ``mino memory`` commands in ``commands.py``. Importing this module is
 cheap: numpy (and openai, when opted in) are imported only when a turn, a tool or a

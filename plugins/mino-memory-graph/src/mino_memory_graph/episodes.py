@@ -1,0 +1,224 @@
+"""The turn's episode, hook by hook.
+
+- ``begin`` (``front_input``): search the user's message in this project's scope, keep
+  the strong hits, create the turn's episode (PartOf the project) and link what fed it as
+  SuppliesContext feeders (never pain markers), and render one labelled block.
+- ``observe`` (``tool_outcome``): log the call on the episode with its subject (a
+  completed or refused call is written with the turn's next write); a failure (not a
+  refusal) steers at once, once per distinct failure in the run.
+- ``end`` (``after_turn``): a clean run reinforces the feeders, usefulness votes from
+  evidence, then a reflection when the run is worth one (``reflect.worth_reflecting``).
+
+The turn's ids live in ``turn.scratch[NAME]``; what was already warned about in
+``session.state[NAME]``.
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+from . import credit, reflect, safety, standing, steer
+from .memories import NAME, Memory, identity_of, memory_for, section
+from .recall_block import profile_lines, recall_hits, render
+from .reflection_offer import REFLECTION_TITLE, reflect_run
+
+SUBJECT_KEYS = ("command", "path", "query", "name", "pattern", "node", "url", "label", "key")
+
+# The permission decision for what memory records of the model's calls on its own (tool
+# logs, pain markers, votes): ``deny: ['memory_*']`` (or ``memory_observe``, or
+# ``memory_observe(Bash)`` for one tool) stops it.
+OBSERVE = "memory_observe"
+
+
+def subject_of(call) -> str:
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    for key in SUBJECT_KEYS:
+        v = args.get(key)
+        if isinstance(v, (str, int)) and str(v).strip():
+            return " ".join(str(v).split())[:200]
+    for v in args.values():
+        if isinstance(v, str) and v.strip():
+            return " ".join(v.split())[:200]
+    return ""
+
+
+def begin(turn) -> str | None:
+    """``front_input``: recall, create the episode, link feeders, render the block."""
+    session = turn.session
+    mem = memory_for(session.home, session.config)
+    store = mem.store
+    store.refresh()
+    g = store.graph
+    identity = identity_of(session)
+    text = turn.user_text or ""
+    project = mem.standing.project_id(g, identity)
+    user = mem.standing.user_id(g)
+    hits = recall_hits(mem, text, project)
+    with store.write() as req:
+        user, project = mem.standing.ensure(req, identity, session.project_root)
+        ep = req.episode(standing.episode_label(text))
+        req.add_fact(ep, "session", str(session.id))
+        req.add_fact(ep, "turn", str(turn.number))
+        req.link(ep, project, "PartOf")
+        feeders = []
+        hits = [(nid, sc) for nid, sc in hits if g.live(nid) is not None]  # caught up
+        sources = [nid for nid, _ in hits if g.nodes[nid].area != "Salience"
+                   and g.nodes[nid].kind != "TaskEpisode"]
+        sources += [p for p in (user, project) if profile_lines(g, p)]
+        for nid in sources:
+            if g.live(nid) is not None:
+                feeders.append(req.link(nid, ep, "SuppliesContext"))
+    turn.scratch[NAME] = {"memory": mem, "episode": ep, "user": user, "project": project,
+                          "recalled": [nid for nid, _ in hits], "steered": set(),
+                          "markers": [], "feeders": feeders}
+    return render(g, user, project, hits) or None
+
+
+# -- steer -------------------------------------------------------------------------------
+
+def observe(outcome, turn) -> None:
+    """``tool_outcome``: log the call; steer on a failure (once per distinct failure)."""
+    sc = turn.scratch.get(NAME)
+    if not sc:
+        return
+    mem: Memory = sc["memory"]
+    ep = sc["episode"]
+    call, result = outcome.call, outcome.result
+    if _recording_denied(turn.session, {"name": call.name}):
+        return
+    # What the model chose (the subject) and what a tool printed (the failure) are
+    # recorded unasked: filtered as a reflection is, a placeholder where it trips.
+    subject = safety.observed(subject_of(call), "[subject not kept: {why}]")
+    status = result.status.value
+    head = f"{call.name}({subject})" if subject else call.name
+    store = mem.store
+    if status != "failed":
+        kind = {"completed": "tool_call", "denied": "tool_refused",
+                "invalid_arguments": "tool_invalid"}.get(status, "tool_call")
+        detail = f"{head}: " + {"completed": "ok", "denied": "refused",
+                                "invalid_arguments": "invalid arguments"}.get(status, status)
+        # Written with the next write of this turn (a steer or after_turn): one fsync less
+        # per call, and after_turn runs however the turn ended.
+        sc.setdefault("pending", []).append((kind, detail[:400]))
+        return
+    failure = safety.observed(steer.failure_text(call.name, subject, result.output),
+                              head + " failed: [output not kept: {why}]")
+    sig = steer.signature(failure)
+    notes = None
+    with store.write() as req:
+        g = req.graph
+        if g.live(ep) is None:
+            return
+        _flush(req, sc)
+        if sig in sc["steered"]:
+            req.commit_log(ep, "tool_error", f"{head}: failed again (already steered)"[:400])
+        else:
+            req.commit_log(ep, "tool_error", f"{head}: failed"[:400])
+            ops, notes = steer.plan_steer(g, ep, failure, project=sc["project"],
+                                          marker=mem.marker_for(sig), at=req.at)
+            for name, body in ops:
+                req.apply(name, body)
+            sc["steered"].add(sig)
+            mem.markers[sig] = notes["marker"]
+            if notes["marker"] not in sc["markers"]:
+                sc["markers"].append(notes["marker"])
+    if notes and notes.get("fix"):
+        warned = turn.session.state.setdefault(NAME, {}).setdefault("warned", set())
+        if notes["marker"] not in warned:
+            warned.add(notes["marker"])
+            turn.session.notice(
+                f"Memory: this failure was seen {notes['occurrences']} times before "
+                f"(pitfall #{notes['marker']}); a fix that worked then: "
+                f"{safety.escape(notes['fix'])}")
+
+
+def _recording_denied(session, arguments: dict) -> str | None:
+    """Why memory must not record what the model did (a deny rule on ``memory_observe``,
+    e.g. ``memory_*``), said once per session; else None."""
+    why = session.denied(OBSERVE, arguments)
+    if why:
+        st = session.state.setdefault(NAME, {})
+        if not st.get("observe_denied"):
+            st["observe_denied"] = True
+            session.notice(f"Memory: tool calls, failures and votes are not recorded "
+                           f"(denied by {why}).")
+    return why
+
+
+def _flush(req, sc: dict) -> None:
+    """Log the calls ``observe`` held back, in order, on the episode."""
+    for kind, detail in sc.pop("pending", []):
+        req.commit_log(sc["episode"], kind, detail)
+
+
+# -- end of the turn ---------------------------------------------------------------------
+
+def _evidence(record) -> str:
+    parts = [record.answer or ""]
+    for o in record.outcomes:
+        try:
+            parts.append(json.dumps(o.call.arguments, ensure_ascii=False))
+        except (TypeError, ValueError):
+            pass
+    return "\n".join(parts)
+
+
+def end(record) -> None:
+    """``after_turn``: reinforce or not, vote from evidence, then maybe reflect."""
+    info = record.info
+    sc = info.scratch.get(NAME)
+    if not sc:
+        return
+    mem: Memory = sc["memory"]
+    ep = sc["episode"]
+    store = mem.store
+    session = info.session
+    if _recording_denied(session, {}):
+        sc.pop("pending", None)
+    else:
+        _record_end(record, sc, store, ep)
+    if section(session.config).get("reflect", "auto") not in (False, "off", "no"):
+        ok, why = reflect.worth_reflecting(record)
+        if ok and not session.denied(REFLECTION_TITLE, {}):  # no request to throw away
+            reflect_run(record, sc, why)
+    _save_cache_in_background(store)
+
+
+def _record_end(record, sc: dict, store, ep: int) -> None:
+    """The turn's outcome on its episode: reinforcement or not, and usefulness votes."""
+    info = record.info
+    with store.write() as req:
+        g = req.graph
+        if g.live(ep) is None:
+            return
+        _flush(req, sc)
+        if record.clean:
+            ops = steer.plan_reinforce(g, ep, "success", at=req.at)
+        else:
+            failed = sum(1 for o in record.outcomes if o.result.status.value == "failed")
+            detail = f"not clean: ended with {record.ended}, {failed} failed call(s)"
+            ops = [("CommitLog", {"node": ep, "kind": "outcome", "detail": detail,
+                                  "at": req.at})]
+        for name, body in ops:
+            req.apply(name, body)
+        for nid in credit.votes(g, sc["recalled"], info.user_text or "", _evidence(record)):
+            if g.live(nid) is not None:
+                req.mark_useful(nid, True)
+
+
+def _save_cache_in_background(store) -> None:
+    """Keep the derived cache fresh so the next process opens a large graph fast.
+
+    Only after enough operations (``Store.maybe_save_cache``); written in a thread so the
+    turn ends at once, and not a daemon, so leaving mino lets it finish (the write is
+    atomic either way). The store's lock makes the next turn wait for it if needed.
+    """
+    from .store import CACHE_MIN_OPS
+
+    if not store.use_cache or store.ops_since_cache < CACHE_MIN_OPS:
+        return
+    if getattr(store, "_saving", None) is not None and store._saving.is_alive():
+        return
+    store._saving = threading.Thread(target=store.maybe_save_cache, args=(CACHE_MIN_OPS,),
+                                     name="mnemo-cache-save")
+    store._saving.start()
