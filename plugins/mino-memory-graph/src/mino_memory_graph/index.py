@@ -59,7 +59,6 @@ import os
 import sqlite3
 import sys
 import time
-from glob import escape as glob_escape
 from pathlib import Path
 
 from . import journal as _journal
@@ -1061,6 +1060,8 @@ class Index:
 
 def _sweep(path: Path) -> None:
     """Remove the files of rebuilds whose process is gone (``rebuild``'s new files)."""
+    from glob import escape as glob_escape
+
     for p in path.parent.glob(glob_escape(path.name) + ".new-*"):
         try:
             pid = int(p.name.rsplit("-", 1)[1])

@@ -183,7 +183,7 @@ def _binder(spec):
     return _generate(src, "make")
 
 
-_BINDERS = {name: _binder(spec) for name, spec in SPECS.items()}
+_BINDERS: dict = {}  # op name -> its generated binder, made on the first ``bind``
 
 
 def bind(g, appliers: dict) -> tuple[dict, dict]:
@@ -197,6 +197,8 @@ def bind(g, appliers: dict) -> tuple[dict, dict]:
       operation; else it moves ``g.clock`` past ``at`` (as Mnemo's sync does, even
       for an op that then cannot apply) and applies, ``ApplyError`` included.
     """
+    if not _BINDERS:  # generated when first needed: a search of the index needs none
+        _BINDERS.update((name, _binder(spec)) for name, spec in SPECS.items())
     by_body, replay = {}, {}
     for name, make in _BINDERS.items():
         by_body[name], replay[name] = make(g, appliers[name])

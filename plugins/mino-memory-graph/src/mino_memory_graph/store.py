@@ -26,12 +26,19 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import cache as _cache
 from . import ops as _ops
 from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
 
 log = logging.getLogger("mino.memory.graph")
+
+
+def _cache():
+    """The in-memory design's derived cache (imported where used: the index's paths,
+    a search from the shell among them, never need it)."""
+    from . import cache
+
+    return cache
 
 CACHE_MIN_OPS = 20_000  # below this a replay is faster than worrying about a cache
 
@@ -375,13 +382,13 @@ class Store:
             if self.use_cache and self.cache_path.exists():
                 try:
                     scorer_name = getattr(self._scorer_arg, "name", None) or ""
-                    g, eng, off, h = _cache.load(self.cache_path, self.journal,
+                    g, eng, off, h = _cache().load(self.cache_path, self.journal,
                                                  self._make_engine, scorer_name)
                     self.graph, self._engine, self.offset = g, eng, off
                     self._hash, self._hashed = h, off
                     self.loaded_from_cache = True
                     self.cache_note = "valid"
-                except _cache.CacheInvalid as e:
+                except _cache().CacheInvalid as e:
                     self.cache_note = f"rebuilt: {e}"
                     log.info("derived cache not used: %s", e)
             before = self.report.ops
@@ -502,7 +509,7 @@ class Store:
     # --- the running hash of the journal (the derived cache's proof of its prefix) ---
 
     def _reset_hash(self) -> None:
-        self._hash = _cache.new_hash()
+        self._hash = _cache().new_hash()
         self._hashed = 0
 
     def _prefix_hash(self, offset: int):
@@ -510,7 +517,7 @@ class Store:
         at most ``self.offset``): bytes not yet hashed, such as a worker's range, are
         read now."""
         if self._hashed < offset:
-            _cache.hash_range(self.journal, self._hashed, offset, self._hash)
+            _cache().hash_range(self.journal, self._hashed, offset, self._hash)
             self._hashed = offset
         return self._hash
 
@@ -662,13 +669,13 @@ class Store:
             if self.partial:  # the in-memory design's cache, from a replay
                 graph = Graph()
                 fold_range(self.journal.read, 0, self.offset, graph, Report(), [])
-                size = _cache.save(self.cache_path, self.journal, self.offset, graph, None,
+                size = _cache().save(self.cache_path, self.journal, self.offset, graph, None,
                                    None)
                 graph.release()
                 self.ops_since_cache = 0
                 return size
             engine = None if self.index_search is not None else self.engine
-            size = _cache.save(self.cache_path, self.journal, self.offset, self.graph,
+            size = _cache().save(self.cache_path, self.journal, self.offset, self.graph,
                                engine, self._prefix_hash(self.offset))
             self.ops_since_cache = 0
             return size
@@ -707,13 +714,13 @@ class Store:
             cache_info = {"path": str(self.cache_path), "exists": self.cache_path.exists()}
             if cache_info["exists"]:
                 try:
-                    cg, _eng, off, _h = _cache.load(self.cache_path, self.journal,
+                    cg, _eng, off, _h = _cache().load(self.cache_path, self.journal,
                                                     self._make_engine, "")
                     prefix = Graph()
                     fold_range(read, 0, off, prefix, Report(), [])
                     cache_info.update(valid=True, offset=off,
                                       matches_replay=same_graph(cg, prefix))
-                except _cache.CacheInvalid as e:
+                except _cache().CacheInvalid as e:
                     cache_info.update(valid=False, reason=str(e))
         ok = replay_matches and rep.quarantined == 0 and rep.skipped == 0 and (
             not cache_info["exists"] or cache_info.get("matches_replay", True)) and (
