@@ -11,7 +11,6 @@ current incrementally. Neither is ever journaled.
 from __future__ import annotations
 
 import struct
-import sys
 
 from . import ops as _ops
 from .ops import EDGE_KINDS
@@ -559,7 +558,6 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
     AK = {k: k for k in _ops.AREAS}
     new_node, new_fact, new_edge = Node, Fact, Edge
     expand = EXPANSION_KINDS
-    intern = sys.intern  # fact keys and log kinds repeat across the whole journal
     projects = g.projects
 
     def node_of(id) -> Node:
@@ -600,7 +598,6 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        key = intern(key)
         f = new_fact(fact_id, key, value, at)
         fresh = fact_id >= g.next_fact
         keys = n._keys
@@ -621,7 +618,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        key = intern(new_key)
+        key = new_key
         # Through the key index when the target is the key's only live value (the
         # usual case), else by one scan of the node's facts.
         keys = n._keys
@@ -727,7 +724,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
         n = nodes.get(node)
         if n is None:
             raise ApplyError(f"node {node} missing")
-        n.log.append((at, intern(kind), detail))
+        n.log.append((at, kind, detail))
         if track:
             n._state = None
             dirty_add(node)
