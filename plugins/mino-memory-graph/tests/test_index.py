@@ -145,6 +145,25 @@ def test_a_rebuild_holds_what_the_appends_left(tmp_path):
     j.close()
 
 
+def test_a_rebuild_removes_only_dead_rebuilds_files(tmp_path):
+    """A rebuild killed before its rename leaves ``journal.index.new-<pid>``: the next
+    rebuild removes it when that process is gone, never a live process's."""
+    path = tmp_path / "journal.jsonl"
+    busy_store(path, requests=3).close()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = tmp_path / f"journal.index.new-{dead.pid}"
+    alive = tmp_path / f"journal.index.new-{os.getppid()}"
+    for p in (gone, alive):
+        p.write_bytes(b"half a rebuild")
+    j = Journal(path)
+    ix = Index.open(j, rebuild=True)
+    assert not gone.exists() and alive.read_bytes() == b"half a rebuild"
+    assert compare(ix, replayed(path)) is None
+    ix.close()
+    j.close()
+
+
 def test_compare_finds_a_difference(tmp_path):
     path = tmp_path / "journal.jsonl"
     s = busy_store(path, requests=5)
