@@ -234,6 +234,8 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
     if sys.stdin.isatty():
         from .terminal.keys import EscWatcher
 
+        _keep_interrupts()
+
         keys = EscWatcher(sys.stdin.fileno())
         ui.keys = keys
     from .repl import repl
@@ -242,6 +244,16 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
 
     code = repl(agent, first_message_reader(reader.read if reader is not None else input), keys)
     _leave(code)
+
+
+def _keep_interrupts() -> None:
+    """Ctrl-C and Esc stop a turn through SIGINT. A process started in the background by a
+    shell without job control (a script's ``&``, some CI runners) inherits SIGINT ignored,
+    and Python then installs no handler: at a terminal, the person's keys must still work."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _leave(code: int) -> None:

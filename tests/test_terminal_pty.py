@@ -29,9 +29,11 @@ COLUMNS, ROWS = 100, 50
 
 
 class Screen:
-    def __init__(self, args, env):
+    def __init__(self, args, env, sigint_ignored=False):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # child
+            if sigint_ignored:  # as a shell's `&` without job control leaves it
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.execve(MINO, [MINO, *args], env)
         import fcntl
         import struct
@@ -311,10 +313,12 @@ def _approval_script(server):
         {"forbid": "hello again", "text": "unused"})
 
 
-@pytest.mark.parametrize("key,term_name", [(ESC, "xterm-256color"), (CTRL_C, "xterm-256color"),
-                                            (CTRL_C, "dumb")])
+@pytest.mark.parametrize("key,term_name,sigint_ignored", [
+    (ESC, "xterm-256color", False), (CTRL_C, "xterm-256color", False), (CTRL_C, "dumb", False),
+    # Started with SIGINT ignored (a background job of a script, a CI runner): keys still work.
+    (ESC, "xterm-256color", True), (CTRL_C, "dumb", True)])
 def test_esc_or_ctrl_c_at_an_approval_ends_the_turn_and_is_recorded(tmp_path, scripted_server, key,
-                                                                      term_name):
+                                                                      term_name, sigint_ignored):
     env, home, project = _env(tmp_path, scripted_server, "mino.policy,mino.skills,mino-tools-fs",
                               TERM=term_name)
     scripted_server.script.clear()
@@ -322,7 +326,7 @@ def test_esc_or_ctrl_c_at_an_approval_ends_the_turn_and_is_recorded(tmp_path, sc
         {"text": "I will write it.", "calls": [{"name": "write_file", "arguments": {
             "path": "notes.txt", "content": "hello\n"}}]},
         {"require": ["Interrupted by the user.", "the user interrupted it"], "text": "Understood."})
-    term = Screen([], env)
+    term = Screen([], env, sigint_ignored=sigint_ignored)
     term.expect("You>")
     term.type("write the notes" + ENTER)
     term.expect("Approve this operation? [y/N]")
