@@ -336,6 +336,44 @@ def sessions(every):
         echo(f"{s.id}  {when}  {s.turns:3} turn(s)  {title}{where}")
 
 
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def skills(ctx):
+    """List this project's and your skills and whether you approved them as they are now."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from .config import home_dir
+    from .session import project_root
+    from .skills import skill_statuses
+
+    found = skill_statuses(home_dir(), project_root())
+    if not found:
+        echo("No skills (folders with a SKILL.md under .mino/skills/ here or skills/ in the home).")
+    for entry, status in found:
+        echo(f"{entry['name']}  {status}  {entry['origin']}: {entry['path']}")
+    if any(status != "approved" for _, status in found):
+        echo("\nA skill loads only as you approved it: mino asks at the next session's first "
+             "message, or approve one now with: mino skills approve NAME")
+
+
+@skills.command("approve")
+@click.argument("names", nargs=-1, required=True)
+def skills_approve(names):
+    """Approve skills as they are now, so sessions (-p included) load them."""
+    from .config import home_dir
+    from .session import project_root
+    from .skills import approve_named
+
+    try:
+        approved, unknown = approve_named(home_dir(), project_root(), list(names))
+    except (OSError, ValueError) as exc:
+        _fail(f"Could not record the approval: {exc}")
+    for name in approved:
+        echo(f"Approved {name} as it is now (a later change is asked about again).")
+    if unknown:
+        _fail(f"No skill named {', '.join(unknown)} here (mino skills lists them).")
+
+
 @cli.command()
 def permissions():
     """Explain the permission modes, the default policy and your rules."""

@@ -147,6 +147,14 @@ def approve_named(home: Path, project_root: Path, names: list[str]) -> tuple[lis
     return found, [n for n in names if n not in found]
 
 
+def skill_statuses(home: Path, project_root: Path) -> list[tuple[dict[str, str], str]]:
+    """Every skill with ``approved``, ``new`` or ``changed`` (since it was approved)."""
+    catalog, _ = scan(folders(home, project_root))
+    seen = load_seen(home)
+    return [(e, "approved" if seen.get(e["path"]) == e["sha256"]
+             else "changed" if e["path"] in seen else "new") for e in catalog]
+
+
 def folders(home: Path, project_root: Path) -> list[tuple[str, Path]]:
     """Where skills come from, in order of precedence."""
     return [("project", Path(project_root) / ".mino" / "skills"), ("home", Path(home) / "skills")]
@@ -190,8 +198,9 @@ def trusted(session, catalog: list[dict[str, str]]) -> list[dict[str, str]]:
     if skipped:
         names = ", ".join(f"{e['name']} ({e['path']})" for e in skipped)
         session.notice(f"Skills not loaded (new or changed since you last approved them): {names}. "
-                       "Start mino in a terminal (not -p) to review them at the first message; "
-                       "delete a skill's folder to stop the question.")
+                       "Start mino in a terminal (not -p) to review them at the first message, "
+                       "or approve one with: mino skills approve NAME; delete a skill's folder "
+                       "to stop the question.")
     return kept
 
 
