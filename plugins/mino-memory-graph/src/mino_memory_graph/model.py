@@ -551,11 +551,6 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
     """
     nodes, edges, adj = g.nodes, g.edges, g.adj
     dirty_add, ed_add = g.dirty.add, g.edge_dirty.add
-    # Enum values map to one shared string: a million ops keep a handful of strings
-    # instead of a copy each (every parsed line brings its own).
-    NK = {k: k for k in _ops.NODE_KINDS}
-    EK = {k: k for k in _ops.EDGE_KINDS}
-    AK = {k: k for k in _ops.AREAS}
     new_node, new_fact, new_edge = Node, Fact, Edge
     expand = EXPANSION_KINDS
     projects = g.projects
@@ -583,7 +578,6 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
     def create_node(id, kind, label, at):
         if id in nodes:
             raise ApplyError(f"node {id} exists")
-        kind = NK[kind]
         n = new_node(id, kind, label, at)
         n.log.append((at, "created", "node created as " + label))
         nodes[id] = n
@@ -648,7 +642,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
     def set_area(node, area, at):
         n = node_of(node)
         old = n.area
-        n.area = AK[area]
+        n.area = area
         n.log.append((at, "area_set", f"{old} -> {n.area}"))
         touch(n)
 
@@ -671,7 +665,6 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
             raise ApplyError(f"node {dst} missing")
         if id in edges:
             raise ApplyError(f"edge {id} exists")
-        kind = EK[kind]
         edges[id] = new_edge(id, src, dst, kind, at)
         if id >= g.next_edge:
             g.next_edge = id + 1
