@@ -369,6 +369,28 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+def _enter_session_project(agent, session_id: str, switch: bool) -> None:
+    """A session of another project: the tools move there only with ``--project`` (nobody
+    is here to ask, and acting on this folder with that session's history would be wrong)."""
+    from pathlib import Path
+
+    from .config import ConfigError
+    from .repl import _same_folder
+    from .sessionlog import list_sessions, session_project
+
+    found = [s for s in list_sessions(agent.sessions_dir) if s.id == session_id.strip().lower()]
+    folder = session_project(found[0].path) if found else None
+    if not folder or _same_folder(folder, agent.project_root):
+        return
+    if not switch:
+        raise ConfigError(f"Session {found[0].id} belongs to the project {folder}, not "
+                          f"{agent.project_root}: run it there, or add --project to work there.")
+    if not Path(folder).is_dir():
+        raise ConfigError(f"Session {found[0].id}'s project {folder} is not a folder any more.")
+    agent.project_root = Path(folder).resolve()
+    agent.context.project_root = agent.project_root
+
+
 def main(ctx: click.Context) -> int:
     """Run ``mino -p``: the group's parameters are in ``ctx.params``, the rest in ``ctx.meta``."""
     started = time.monotonic()
@@ -383,12 +405,12 @@ def main(ctx: click.Context) -> int:
         return EXIT_USAGE
     return run(text, fmt=fmt, mode=params.get("mode"), resume_id=params.get("resume_id"),
                continue_=bool(params.get("continue_")), verbose=bool(params.get("verbose")),
-               allow=allow(), started=started)
+               allow=allow(), started=started, switch=bool(params.get("switch")))
 
 
 def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str | None = None,
         continue_: bool = False, verbose: bool = False, allow=(), started: float | None = None,
-        stdout=None, stderr=None) -> int:
+        stdout=None, stderr=None, switch: bool = False) -> int:
     from .agent import SessionNotFound
     from .config import ConfigError, home_dir
     from .permissions import MODES, normalise_mode
@@ -411,6 +433,8 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
 
             newest = list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
             resume_id = newest[0].id if newest else None
+        if resume_id:
+            _enter_session_project(agent, resume_id, switch)
         session = agent.resume(resume_id, mode) if resume_id else agent.new_session(mode)
     except (ConfigError, SessionNotFound) as exc:
         _say(str(exc))

@@ -195,6 +195,20 @@ def test_continue_takes_the_newest_session_of_the_project_and_a_bad_id_is_exit_2
     assert result.returncode == 2 and "No session" in result.stderr and result.stdout == ""
 
 
+def test_resuming_another_projects_session_needs_project(mino, scripted_server, tmp_path):
+    scripted_server.add({"text": "one"}, {"require": "first question", "text": "there"})
+    first = json.loads(mino("-p", "first question", "--output-format", "json").stdout)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    refused = mino("-p", "next", "--resume", first["session_id"], MINO_PROJECT=str(elsewhere))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert f"belongs to the project {mino.project}" in refused.stderr and "--project" in refused.stderr
+    moved = json.loads(mino("-p", "next", "--resume", first["session_id"], "--project",
+                            "--output-format", "json", MINO_PROJECT=str(elsewhere)).stdout)
+    assert moved["answer"] == "there"
+    assert scripted_server.failures == []
+
+
 def test_help_shows_the_prompt_form():
     result = subprocess.run([MINO, "--help"], capture_output=True, text=True, timeout=60)
     assert "Usage: mino [OPTIONS] [PROMPT]... | COMMAND [ARGS]..." in result.stdout
