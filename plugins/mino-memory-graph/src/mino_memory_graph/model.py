@@ -40,20 +40,10 @@ _W_SUCCESS = f32(0.05)
 _W_FAILURE = f32(0.10)
 
 
-_OUTCOME_MEMO: tuple[dict, dict] = ({}, {})  # (after a failure, after a success)
-
-
 def outcome_weight(w: float, success: bool) -> float:
     """An edge's weight after RecordOutcome: +0.05 capped at 1, or -0.10 floored at 0, in
-    float32 as Mnemo computes it. The result depends only on ``w``, and weights take a
-    handful of values in practice, so it is memoized (bounded) for replay's sake."""
-    memo = _OUTCOME_MEMO[success]
-    nw = memo.get(w)
-    if nw is None:
-        nw = min(f32(w + _W_SUCCESS), 1.0) if success else max(f32(w - _W_FAILURE), 0.0)
-        if len(memo) < 65536:
-            memo[w] = nw
-    return nw
+    float32 as Mnemo computes it."""
+    return min(f32(w + _W_SUCCESS), 1.0) if success else max(f32(w - _W_FAILURE), 0.0)
 
 
 class ApplyError(Exception):
