@@ -28,7 +28,7 @@ from pathlib import Path
 
 from mino_core import atomic_write
 
-from .model import (EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, LazyNode, Log, Node,
+from .model import (EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, LazyNode, Node,
                     node_body)
 from .ops import AREAS, EDGE_KINDS, NODE_KINDS
 
@@ -91,7 +91,7 @@ def graph_from_snapshot(snap) -> Graph:
          unhelpful) in nodes:
         n = Node(id, kind, label, created_at, area)
         n.facts = [Fact(fid, k, v, ca, act, sb) for fid, k, v, act, ca, sb in facts]
-        n.log = Log(log)
+        n.log = list(log)
         n.context = [{"from": c[0], "dim": c[1], "vec": list(c[2]), "note": c[3]}
                      for c in context]
         n.deleted, n.useful, n.unhelpful = deleted, useful, unhelpful

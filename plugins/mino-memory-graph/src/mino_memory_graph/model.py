@@ -71,76 +71,6 @@ class Fact:
                 "created_at": self.created_at, "superseded_by": self.superseded_by}
 
 
-def _entry(e):
-    """A log entry as readers see it, ``(at, kind, detail)``.
-
-    Fact entries are kept compact in the list: ``(at, "fact_added", fact)`` and
-    ``(at, "fact_superseded", fact, old_id)`` hold the new ``Fact`` (whose id, key and
-    value never change) instead of its detail string, which is formatted here, on read.
-    """
-    d = e[2]
-    if d.__class__ is str:
-        return e
-    if len(e) == 3:
-        return (e[0], e[1], f"{d.key}: {d.value}")
-    return (e[0], e[1], f"{e[3]} -> {d.id}: {d.value}")
-
-
-_list_iter, _list_get, _list_rev, _list_pop = (
-    list.__iter__, list.__getitem__, list.__reversed__, list.pop)
-
-
-class Log(list):
-    """A node's append-only log: a list whose reads give ``(at, kind, detail)`` tuples
-    exactly as if every detail had been formatted when the entry was appended (see
-    ``_entry``); appending a plain tuple works as on any list."""
-
-    __slots__ = ()
-
-    def __iter__(self):
-        return map(_entry, _list_iter(self))
-
-    def __reversed__(self):
-        return map(_entry, _list_rev(self))
-
-    def __getitem__(self, i):
-        if i.__class__ is slice:
-            return [_entry(e) for e in _list_get(self, i)]
-        return _entry(_list_get(self, i))
-
-    def __contains__(self, x):
-        return any(e == x for e in self)
-
-    def __eq__(self, other):
-        if isinstance(other, list):
-            return list(self) == list(other)
-        return NotImplemented
-
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
-    __hash__ = None
-
-    def __repr__(self):
-        return repr(list(self))
-
-    def __reduce__(self):
-        return (Log, (list(self),))
-
-    def copy(self):
-        return list(self)
-
-    def pop(self, i=-1):
-        return _entry(_list_pop(self, i))
-
-    def index(self, x, *a):
-        return list(self).index(x, *a)
-
-    def count(self, x):
-        return list(self).count(x)
-
-
 class Node:
     # ``_keys``: the active facts by key (see ``key_index``); None until a supersede
     # needs it, False when two facts share an id (then scans decide). Every fact handler
@@ -155,7 +85,7 @@ class Node:
         self.label = label
         self.facts: list[Fact] = []
         # (at, kind, detail); append-only
-        self.log: Log = Log()
+        self.log: list = []
         self.context: list[dict] = []
         self.created_at = at
         self.deleted = False
@@ -179,7 +109,7 @@ class Node:
         return None
 
     def last_at(self) -> int:
-        return max((e[0] for e in _list_iter(self.log)), default=0)
+        return max((e[0] for e in self.log), default=0)
 
 
 _FACTS, _LOG, _CONTEXT = Node.__dict__["facts"], Node.__dict__["log"], Node.__dict__["context"]
@@ -252,7 +182,7 @@ class LazyNode(Node):
         self._body = None
         facts, log, context = marshal.loads(blob[a:b])
         _FACTS.__set__(self, [Fact(fid, k, v, ca, act, sb) for fid, k, v, act, ca, sb in facts])
-        _LOG.__set__(self, Log(log))
+        _LOG.__set__(self, list(log))
         _CONTEXT.__set__(self, [{"from": c[0], "dim": c[1], "vec": list(c[2]), "note": c[3]}
                                 for c in context])
 
@@ -393,7 +323,7 @@ class Graph:
                        "only the facts above are current)")
         out.append("recent log:")
         # fact entries are the only compact ones, and they are filtered out here
-        recent = [e for e in _list_iter(n.log) if e[1] not in FACT_LOG_KINDS][-5:]
+        recent = [e for e in n.log if e[1] not in FACT_LOG_KINDS][-5:]
         for at, kind, detail in recent:
             out.append(f"  [{at}] {kind}: {detail}")
         out.append(f"context chunks: {len(n.context)}")
@@ -419,7 +349,7 @@ class Graph:
                 parts.append(f"{f.key} {f.value}")
         log = n.log
         for i in range(len(log) - 1, max(len(log) - 4, -1), -1):
-            e = _entry(_list_get(log, i))
+            e = log[i]
             parts.append(f"{e[1]} {e[2]}")
         return " ".join(parts)
 
@@ -591,7 +521,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
             else:
                 _index_fact(n, keys, f, fresh)
         n.facts.append(f)
-        n.log.append((at, "fact_added", f))
+        n.log.append((at, "fact_added", f"{key}: {value}"))
         if fresh:
             g.next_fact = fact_id + 1
         if track:
@@ -622,7 +552,7 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
             else:
                 keys[key] = f
             n.facts.append(f)
-            n.log.append((at, "fact_superseded", f, old_fact))
+            n.log.append((at, "fact_superseded", f"{old_fact} -> {new_fact_id}: {new_value}"))
         else:
             _supersede_scan(g, n, old_fact, key, new_value, new_fact_id, at)
         if track:
