@@ -164,6 +164,21 @@ def test_a_rebuild_removes_only_dead_rebuilds_files(tmp_path):
     j.close()
 
 
+def test_a_rebuild_never_leaves_the_old_files_rollback_journal_beside_the_new(tmp_path):
+    """A process that died mid-transaction leaves ``journal.index-journal``: a rebuild
+    removes it with the old file, so SQLite never rolls it back into the new one."""
+    path = tmp_path / "journal.jsonl"
+    busy_store(path, requests=5).close()
+    hot = tmp_path / "journal.index-journal"
+    hot.write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7" + bytes(4088))
+    j = Journal(path)
+    ix = Index.open(j, rebuild=True)
+    assert not hot.exists()
+    assert compare(ix, replayed(path)) is None
+    ix.close()
+    j.close()
+
+
 def test_compare_finds_a_difference(tmp_path):
     path = tmp_path / "journal.jsonl"
     s = busy_store(path, requests=5)

@@ -755,10 +755,15 @@ class Index:
                 self.db.executescript(_EDGE_INDEXES + _NODE_INDEXES)
             self.db.close()
             self.db = None
-            try:  # a rollback journal left by the old file must not meet the new one
-                os.unlink(str(final) + "-journal")
-            except FileNotFoundError:
-                pass
+            hot = Path(str(final) + "-journal")
+            if hot.exists():
+                # the old file's rollback journal must never meet the new file, nor the
+                # old file lose it: both go first (a crash meanwhile leaves no index)
+                for p in (final, hot):
+                    try:
+                        os.unlink(p)
+                    except FileNotFoundError:
+                        pass
             os.replace(tmp, final)
         except BaseException:
             if self.db is not None:
