@@ -13,7 +13,7 @@ _EXPORTS = {
     "hookimpl": "hookspecs", "Decision": "permissions", "PluginContext": "plugins",
     "InvalidArguments": "tools", "Preview": "tools", "Status": "tools", "Tool": "tools",
     "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
-    "ToolOutcome": "turns", "TurnInfo": "turns", "TurnRecord": "turns", "visible": "confirm",
+    "ToolOutcome": "turn_data", "TurnInfo": "turn_data", "TurnRecord": "turn_data", "visible": "confirm",
     "load_yaml": "yaml_safe",
     "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
 }
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .permissions import Decision
     from .plugins import PluginContext
     from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolContext, ToolResult
-    from .turns import ToolOutcome, TurnInfo, TurnRecord
+    from .turn_data import ToolOutcome, TurnInfo, TurnRecord
     from .confirm import visible
     from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plugins import PluginContext
     from .session import Session
     from .tools import Tool, ToolCall
-    from .turns import ToolOutcome, TurnInfo, TurnRecord
+    from .turn_data import ToolOutcome, TurnInfo, TurnRecord
 
 PROJECT = "mino"
 hookspec = pluggy.HookspecMarker(PROJECT)

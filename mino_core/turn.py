@@ -16,10 +16,10 @@ from .logs import get_logger
 from .model import ModelError
 from .output import reason_text
 from .permissions import ASK, DENY, Decision, combine
-from .request import build_request
+from .request import build_request, tool_schemas
 from .session import INTERRUPTED_OUTPUT, Session
 from .tools import InvalidArguments, Preview, Status, Tool, ToolCall, ToolResult
-from .turns import ToolOutcome, TurnInfo, TurnRecord
+from .turn_data import ToolOutcome, TurnInfo, TurnRecord
 
 MAX_REQUESTS = 8
 MAX_TOOL_CALLS = 16
@@ -32,10 +32,6 @@ def render_front(session: Session, info: TurnInfo) -> str:
     for message in session.host.drain_errors():
         session.notice(message)
     return "\n\n".join(parts)
-
-
-def tool_schemas(session: Session) -> list[dict[str, Any]]:
-    return [tool.schema() for _, tool in sorted(session.host.tools.items())]
 
 
 DEFAULT_TURN_BUDGET = 600.0  # seconds of model time per turn (``turn_budget``)

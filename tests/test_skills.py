@@ -73,3 +73,17 @@ def test_mino_skills_approve_outside_a_session(harness, scripted_server, mino_ho
     assert h.ui.asked == [] and scripted_server.failures == []
     write_skill(h.session.project_root / ".mino" / "skills", "deploy", SKILL + "More.\n")
     assert "deploy  [changed since approved]" in run(skills, ["list"]).output
+
+
+def test_mino_skills_is_a_command_of_mino(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from mino_core.cli import cli
+
+    monkeypatch.setenv("MINO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MINO_PROJECT", str(tmp_path))
+    write_skill(tmp_path / ".mino" / "skills", "deploy", SKILL)
+    run = CliRunner().invoke
+    assert "approve" in run(cli, ["skills", "--help"]).output
+    assert run(cli, ["skills", "approve", "deploy"]).exit_code == 0
+    assert "deploy  [approved]" in run(cli, ["skills", "list"]).output

@@ -9,7 +9,7 @@ from ..agent import Agent
 from ..config import ModelSettings
 from ..model import ModelClient
 from ..turn import run_turn
-from ..turns import TurnRecord
+from ..turn_data import TurnRecord
 from ..ui import RecordingUI
 from .server import ScriptedServer
 
