@@ -414,10 +414,6 @@ def memory():
     """Read and manage memories (commands come from the active memory backend)."""
 
 
-from .skills_cli import skills  # noqa: E402 - click only; the skills module loads when it runs
-cli.add_command(skills)
-
-
 def main() -> None:
     try:
         cli(standalone_mode=True)

@@ -51,39 +51,3 @@ def test_catalog_is_recorded_once_and_kept_on_resume(harness, scripted_server, m
     assert scripted_server.requests[-1]["instructions"] == first
     assert len([r for r in h.session.log.records if r["type"] == "session_skills"]) == 1
 
-
-def test_mino_skills_approve_outside_a_session(harness, scripted_server, mino_home, monkeypatch):
-    from click.testing import CliRunner
-
-    from mino_core.skills_cli import skills
-
-    h = harness(approve="none")
-    write_skill(h.session.project_root / ".mino" / "skills", "deploy", SKILL)
-    monkeypatch.setenv("MINO_PROJECT", str(h.session.project_root))
-    run = CliRunner().invoke
-    assert "deploy  [not approved]" in run(skills, ["list"]).output
-    missing = run(skills, ["approve", "nope"])
-    assert missing.exit_code == 1 and "No skill named nope" in missing.output
-    done = run(skills, ["approve", "deploy"])
-    assert done.exit_code == 0 and "Approved deploy" in done.output
-    assert "deploy  [approved]" in run(skills, ["list"]).output
-    h.new_session()
-    scripted_server.add({"require": "- deploy: How to deploy this service safely.", "text": "ok"})
-    h.turn("hi")
-    assert h.ui.asked == [] and scripted_server.failures == []
-    write_skill(h.session.project_root / ".mino" / "skills", "deploy", SKILL + "More.\n")
-    assert "deploy  [changed since approved]" in run(skills, ["list"]).output
-
-
-def test_mino_skills_is_a_command_of_mino(tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from mino_core.cli import cli
-
-    monkeypatch.setenv("MINO_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("MINO_PROJECT", str(tmp_path))
-    write_skill(tmp_path / ".mino" / "skills", "deploy", SKILL)
-    run = CliRunner().invoke
-    assert "approve" in run(cli, ["skills", "--help"]).output
-    assert run(cli, ["skills", "approve", "deploy"]).exit_code == 0
-    assert "deploy  [approved]" in run(cli, ["skills", "list"]).output
