@@ -48,7 +48,7 @@ from typing import Protocol
 import numpy as np
 
 from .model import Graph, f32
-from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained
+from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 
 from .results import (AREA_CODE, KIND_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
                       Hit, area_names)
@@ -347,15 +347,7 @@ class RecallEngine:
                 rows = [self.row_of[i] for i in exclude if i in self.row_of]
                 s[rows] = -1.0
         hits = self._expand(s, k, kind, set(areas), exclude, now)
-        if areas:
-            why = "areas given: " + ", ".join(areas) + " (filter and preference)"
-        elif prefer and explained and prefer == [a for a, _ in explained]:
-            why = "routed by cue words: " + "; ".join(
-                f"{a} ({', '.join(c)})" for a, c in explained)
-        elif prefer:
-            why = "preferred areas: " + ", ".join(prefer)
-        else:
-            why = "no cue words: every area weighs the same"
+        why = routing_why(areas, prefer, explained)
         return Found(hits=hits, routed=list(prefer), cues={a: c for a, c in explained},
                      why=why, scorer=getattr(self.scorer, "name", ""))
 

@@ -70,3 +70,14 @@ def expand_query_aliases(query: str) -> str:
             for a in aliases:
                 out += " " + a
     return out
+
+
+def routing_why(areas, prefer, explained) -> str:
+    """The one line ``--explain`` shows of how a search chose its areas."""
+    if areas:
+        return "areas given: " + ", ".join(areas) + " (filter and preference)"
+    if prefer and explained and prefer == [a for a, _ in explained]:
+        return "routed by cue words: " + "; ".join(f"{a} ({', '.join(c)})" for a, c in explained)
+    if prefer:
+        return "preferred areas: " + ", ".join(prefer)
+    return "no cue words: every area weighs the same"

@@ -34,7 +34,7 @@ from . import words as _words
 from .index import Index
 from .model import f32
 from .results import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit
-from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained
+from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 from .words import HybridParams
 
 _F32 = struct.Struct("<f")
@@ -256,15 +256,7 @@ class IndexSearch:
                     or i in exclude):
                 s[i] = -1.0
         hits = self._expand(s, k, kind, set(areas), scope, now)
-        if areas:
-            why = "areas given: " + ", ".join(areas) + " (filter and preference)"
-        elif prefer and explained and prefer == [a for a, _ in explained]:
-            why = "routed by cue words: " + "; ".join(
-                f"{a} ({', '.join(c)})" for a, c in explained)
-        elif prefer:
-            why = "preferred areas: " + ", ".join(prefer)
-        else:
-            why = "no cue words: every area weighs the same"
+        why = routing_why(areas, prefer, explained)
         return Found(hits=hits, routed=list(prefer), cues={a: c for a, c in explained},
                      why=why, path="index", scorer=self.name)
 
