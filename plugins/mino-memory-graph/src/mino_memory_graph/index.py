@@ -65,7 +65,7 @@ from . import journal as _journal
 from . import ops as _ops
 from . import words as _words
 from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
-                    PROJECT_PREFIX, ApplyError, f32, outcome_weight)
+                    PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
 
 SCHEMA = 2
 BLOCK = 1 << 16
@@ -922,26 +922,8 @@ class Index:
         id, kind, area, label, _deleted, useful, unhelpful = r[:7]
         facts = _loads(r[9])
         context = _loads(r[10]) if r[10] else []
-        out = [f"[{kind}/{area}] {label} #{id}", "facts:"]
-        retired = 0
-        for f in facts:
-            if f[4]:
-                out.append(f"  - {f[1]}: {f[2]}")
-            else:
-                retired += 1
-        if retired:
-            noun = "value" if retired == 1 else "values"
-            out.append(f"  ({retired} earlier {noun} kept in history; "
-                       "only the facts above are current)")
-        out.append("recent log:")
-        for at, k, d in self._last(id, 5, facts=False):
-            out.append(f"  [{at}] {k}: {d}")
-        out.append(f"context chunks: {len(context)}")
-        for c in context:
-            out.append(f"  <- #{c['from']} [dim {c['dim']}]: {c['note']}")
-        if useful or unhelpful:
-            out.append(f"usefulness votes: {useful} useful / {unhelpful} unhelpful")
-        return "\n".join(out) + "\n"
+        return render_state(kind, area, label, id, [(f[1], f[2], f[4]) for f in facts],
+                            self._last(id, 5, facts=False), context, useful, unhelpful)
 
     def history(self, id: int) -> dict:
         r = self.row(id)

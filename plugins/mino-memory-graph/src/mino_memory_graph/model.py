@@ -310,28 +310,11 @@ class Graph:
             raise KeyError(f"node {id} missing")
         if n._state is not None:
             return n._state
-        out = [f"[{n.kind}/{n.area}] {n.label} #{n.id}", "facts:"]
-        retired = 0
-        for f in n.facts:
-            if f.active:
-                out.append(f"  - {f.key}: {f.value}")
-            else:
-                retired += 1
-        if retired:
-            noun = "value" if retired == 1 else "values"
-            out.append(f"  ({retired} earlier {noun} kept in history; "
-                       "only the facts above are current)")
-        out.append("recent log:")
         # fact entries are the only compact ones, and they are filtered out here
         recent = [e for e in n.log if e[1] not in FACT_LOG_KINDS][-5:]
-        for at, kind, detail in recent:
-            out.append(f"  [{at}] {kind}: {detail}")
-        out.append(f"context chunks: {len(n.context)}")
-        for c in n.context:
-            out.append(f"  <- #{c['from']} [dim {c['dim']}]: {c['note']}")
-        if n.useful or n.unhelpful:
-            out.append(f"usefulness votes: {n.useful} useful / {n.unhelpful} unhelpful")
-        n._state = "\n".join(out) + "\n"
+        n._state = render_state(n.kind, n.area, n.label, n.id,
+                                [(f.key, f.value, f.active) for f in n.facts], recent,
+                                n.context, n.useful, n.unhelpful)
         return n._state
 
     def node_text(self, id: int) -> str | None:
@@ -664,3 +647,26 @@ def _appliers(g: "Graph", track: bool = True) -> dict:
             "RecordUsefulness": record_usefulness}
 
 __all__ = ["ApplyError", "CLOCK_START", "EDGE_KINDS", "Edge", "Fact", "Graph", "Node", "f32"]
+
+
+def render_state(kind, area, label, id, facts, recent, context, useful, unhelpful) -> str:
+    """What the model reads about a node: ``facts`` as (key, value, active), ``recent`` as
+    (at, kind, detail). One text for the in-memory graph and the on-disk index."""
+    out = [f"[{kind}/{area}] {label} #{id}", "facts:"]
+    retired = 0
+    for key, value, active in facts:
+        if active:
+            out.append(f"  - {key}: {value}")
+        else:
+            retired += 1
+    if retired:
+        noun = "value" if retired == 1 else "values"
+        out.append(f"  ({retired} earlier {noun} kept in history; "
+                   "only the facts above are current)")
+    out.append("recent log:")
+    out += [f"  [{at}] {k}: {detail}" for at, k, detail in recent]
+    out.append(f"context chunks: {len(context)}")
+    out += [f"  <- #{c['from']} [dim {c['dim']}]: {c['note']}" for c in context]
+    if useful or unhelpful:
+        out.append(f"usefulness votes: {useful} useful / {unhelpful} unhelpful")
+    return "\n".join(out) + "\n"
