@@ -93,6 +93,8 @@ def observe(outcome, turn) -> None:
     head = f"{call.name}({subject})" if subject else call.name
     store = mem.store
     if status != "failed":
+        if status == "completed":  # what the guard checks a remembered fix against
+            sc.setdefault("ran", []).append(steer.failure_subject(call.arguments))
         kind = {"completed": "tool_call", "denied": "tool_refused",
                 "invalid_arguments": "tool_invalid"}.get(status, "tool_call")
         detail = f"{head}: " + {"completed": "ok", "denied": "refused",
@@ -101,8 +103,12 @@ def observe(outcome, turn) -> None:
         # per call, and after_turn runs however the turn ended.
         sc.setdefault("pending", []).append((kind, detail[:400]))
         return
-    failure = safety.observed(steer.failure_text(call.name, subject, result.output),
-                              head + " failed: [output not kept: {why}]")
+    # Mnemo's failure text (its own subject rule, 3 lines joined by a space), so a journal
+    # shared with Mnemo counts one failure on one marker.
+    named = safety.observed(steer.failure_subject(call.arguments), "[subject not kept: {why}]")
+    kept = f"{call.name}({named[:steer.SUBJECT_IN_FAILURE]}) failed: [output not kept: "
+    failure = safety.observed(steer.failure_text(call.name, named, result.output),
+                              kept.replace("{", "{{").replace("}", "}}") + "{why}]")
     sig = steer.signature(failure)
     notes = None
     with store.write() as req:
@@ -126,10 +132,16 @@ def observe(outcome, turn) -> None:
         warned = turn.session.state.setdefault(NAME, {}).setdefault("warned", set())
         if notes["marker"] not in warned:
             warned.add(notes["marker"])
-            turn.session.notice(
-                f"Memory: this failure was seen {notes['occurrences']} times before "
-                f"(pitfall #{notes['marker']}); a fix that worked then: "
-                f"{safety.escape(notes['fix'])}")
+            turn.session.notice(recurrence_notice(notes))
+
+
+def recurrence_notice(notes: dict) -> str:
+    """What the person reads when a failure with a known fix recurs. ``occurrences``
+    counts every time including this one (Mnemo's 1, 2, 3), so "before" is one less."""
+    before = max(int(notes["occurrences"]) - 1, 0)
+    times = "time" if before == 1 else "times"
+    return (f"Memory: this failure was seen {before} {times} before (pitfall "
+            f"#{notes['marker']}); a fix that worked then: {safety.escape(notes['fix'])}")
 
 
 def _recording_denied(session, arguments: dict) -> str | None:

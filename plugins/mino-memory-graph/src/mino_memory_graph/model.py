@@ -659,10 +659,10 @@ def render_state(kind, area, label, id, facts, recent, context, useful, unhelpfu
             out.append(f"  - {key}: {value}")
         else:
             retired += 1
-    if retired:
+    if retired:  # Mnemo's line, word for word (#24: retired values are history, not answers)
         noun = "value" if retired == 1 else "values"
-        out.append(f"  ({retired} earlier {noun} kept in history; "
-                   "only the facts above are current)")
+        out.append(f"  ({retired} retired {noun} kept as history, not current \u2014 "
+                   "the facts above are the current answer)")
     out.append("recent log:")
     out += [f"  [{at}] {k}: {detail}" for at, k, detail in recent]
     out.append(f"context chunks: {len(context)}")

@@ -27,10 +27,6 @@ from .model import Graph
 
 SIGNATURE_MAX = 160
 PAIN_LABEL_CHARS = 60
-FAILURE_MAX = 600
-_DIGITS = re.compile(r"\d+")
-_QUOTES = re.compile(r"[\"'`\u2018\u2019\u201c\u201d]")
-_SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 
 # Words too common to count as shared between a failure and a memory.
@@ -45,13 +41,35 @@ errors err tool call called file files line lines exit code status true false no
 
 
 def signature(failure: str) -> str:
-    """Lowercase; digit runs to ``#``; quotes and backticks to spaces; whitespace collapsed;
-    at most 160 characters. Two failures with one signature are one pitfall."""
-    s = failure.lower()
-    s = _DIGITS.sub("#", s)
-    s = _QUOTES.sub(" ", s)
-    s = _SPACE.sub(" ", s).strip()
-    return s[:SIGNATURE_MAX]
+    """Mnemo's ``failure_signature``, character for character: ASCII digit runs to ``#``;
+    ``"`` ``'`` and backticks to spaces; whitespace runs to one space (none leading);
+    lowercase; trimmed; at most 160 characters. Two failures with one signature are one
+    pitfall, whichever program (mino or Mnemo) wrote the first."""
+    out: list[str] = []
+    digit = space = False
+    for ch in failure:
+        if "0" <= ch <= "9":
+            if not digit:
+                out.append("#")
+            digit, space = True, False
+            continue
+        digit = False
+        if ch in "\"'`":
+            ch = " "
+        if _rust_whitespace(ch):
+            if not space and out:
+                out.append(" ")
+            space = True
+            continue
+        space = False
+        out.append(ch.lower())
+    return "".join(out).strip(" ")[:SIGNATURE_MAX]
+
+
+def _rust_whitespace(ch: str) -> bool:
+    """Rust's ``char::is_whitespace`` (Unicode White_Space): Python's ``isspace`` less the
+    four information separators U+001C..U+001F, which Rust keeps as text."""
+    return ch.isspace() and not "\x1c" <= ch <= "\x1f"
 
 
 def tokens(text: str) -> set[str]:
@@ -90,12 +108,41 @@ def find_marker(graph: Graph, sig: str, candidates=None) -> int | None:
     return None
 
 
+# Mnemo's session.ts builds the failure text from these (its ``subjectOf`` and
+# ``toolEnd``); the same text gives the same signature, so one pitfall is one marker on a
+# journal both programs write.
+SUBJECT_KEYS = ("command", "path", "file_path", "pattern", "query", "task", "name")
+SUBJECT_MAX = 200
+SUBJECT_IN_FAILURE = 80
+ERROR_KEPT = 400
+DETAIL_MAX = 300
+_LEADING_CD = re.compile(r"""^cd\s+("[^"]*"|'[^']*'|\S+)\s*&&\s*""")
+
+
+def failure_subject(arguments) -> str:
+    """What a call was about, as Mnemo names it: the first of ``SUBJECT_KEYS`` present,
+    its first line, a leading ``cd DIR &&`` dropped (``cd /repo && npm test`` is about
+    ``npm test``), at most 200 characters."""
+    args = arguments if isinstance(arguments, dict) else {}
+    for key in SUBJECT_KEYS:
+        v = args.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        text = v if isinstance(v, str) else str(v) if isinstance(v, (int, float)) else ""
+        first = text.split("\n")[0]
+        return _LEADING_CD.sub("", first, count=1)[:SUBJECT_MAX]
+    return ""
+
+
 def failure_text(tool: str, subject: str, output: str) -> str:
-    """``<tool>(<subject>) failed: <first 3 lines of output>``, clipped."""
-    lines = [ln.strip() for ln in (output or "").splitlines() if ln.strip()][:3]
-    head = f"{tool}({subject})" if subject else tool
-    text = f"{head} failed: " + " / ".join(lines) if lines else f"{head} failed"
-    return text[:FAILURE_MAX]
+    """``<tool>(<subject[:80]>) failed: <first 3 lines of output, joined with a space>``,
+    the output cut to 400 characters first and the joined lines to 300: Mnemo's format.
+    (Mnemo cuts UTF-16 code units, this cuts code points: equal outside the BMP's edge.)"""
+    error = (output or "")[:ERROR_KEPT]
+    detail = " ".join(error.split("\n")[:3])[:DETAIL_MAX]
+    return f"{tool}({subject[:SUBJECT_IN_FAILURE]}) failed: {detail}"
 
 
 def plan_steer(graph: Graph, episode: int, failure: str, *, project: int | None = None,
@@ -143,7 +190,8 @@ def plan_steer(graph: Graph, episode: int, failure: str, *, project: int | None 
     else:
         marker = next_node
         next_node += 1
-        label = failure[:PAIN_LABEL_CHARS] + ("…" if len(failure) > PAIN_LABEL_CHARS else "")
+        # Mnemo's ``truncate``: 60 characters and three dots.
+        label = failure[:PAIN_LABEL_CHARS] + ("..." if len(failure) > PAIN_LABEL_CHARS else "")
         ops.append(("CreateNode", {"id": marker, "kind": "Aspect", "label": f"pain: {label}",
                                    "at": at}))
         ops.append(("SetArea", {"node": marker, "area": "Salience", "at": at}))
