@@ -406,6 +406,208 @@ def scale_check(convs, n_nodes: int, n_queries: int = 100) -> dict:
             "hybrid_p50_ms": round(h50, 3), "ratio": round(h50 / f50, 2)}
 
 
+# ------------------------------------------------------------------ through the loop
+class LoopGraph:
+    """One LoCoMo conversation stored by mino itself: each LoCoMo session is a mino session
+    and each turn a user message (``<speaker>: <text>``) run through the real turn loop (the
+    core's ``run_turn``, the graph plugin's hooks, the scripted model server answering
+    "Noted."), so the journal holds exactly what mino writes. Reflection is off: it is a
+    model request whose answer a scripted server could only invent.
+
+    ``rank(q, k)`` is the agent's recall path before the block's cut
+    (``recall_block.recall_candidates``: the scoped search, the display filter), asked
+    from a new session; ``block(q)`` runs a whole turn for the question (with
+    ``episodes: off``, so the questions are not stored) and returns the block that reached
+    the model.
+    """
+
+    def __init__(self, turns, speakers, server):
+        import os
+        import tempfile
+
+        from mino_core.testing.harness import Harness
+        from mino_memory_graph import loop
+
+        self._tmp = tempfile.TemporaryDirectory()
+        root = Path(self._tmp.name)
+        (root / "project").mkdir()
+        os.environ["MINO_HOME"] = str(root / "home")
+        os.environ["MINO_PLUGINS"] = "mino.policy,mino.skills,mino-memory-graph"
+        loop.forget_open()
+        self.server = server
+        self.config = {"memory": {"backend": "graph", "graph": {"reflect": "off"}}}
+        self.h = Harness(server, root / "home", root / "project", config=self.config)
+        self.dia_of: dict[tuple[str, int], str] = {}  # (mino session, turn) -> dia_id
+        by_session = collections.defaultdict(list)
+        for t in turns:
+            by_session[t.session].append(t)
+        t0, c0 = time.perf_counter(), time.process_time()
+        n = 0
+        for i, (_s, items) in enumerate(sorted(by_session.items())):
+            if i:
+                self.h.new_session()
+            for t in items:
+                server.add({"text": "Noted."})
+                self.h.turn(f"{t.speaker}: {t.text}")
+                self.dia_of[(str(self.h.session.id), self.h.session.turns)] = t.dia_id
+                n += 1
+        self.turn_wall_ms = (time.perf_counter() - t0) * 1000 / max(n, 1)
+        self.turn_cpu_ms = (time.process_time() - c0) * 1000 / max(n, 1)
+        if server.failures:
+            raise SystemExit(f"scripted server: {server.failures[-1]}")
+        self.config["memory"]["graph"]["episodes"] = "off"
+        self.h.new_session()
+        self.mem = loop.memory_for(self.h.session.home, self.h.session.config)
+        g = self.mem.graph
+        self.node_dia: dict[int, str] = {}
+        self.texts: dict[int, str] = {}
+        for nid in range(1, g.next_node):  # a partial graph lists nothing: ask by id
+            node = g.nodes.get(nid)
+            if node is None or node.kind != "TaskEpisode" or node.fact("message") is None:
+                continue
+            key = (node.fact("session").value, int(node.fact("turn").value))
+            if key in self.dia_of:
+                self.node_dia[nid] = self.dia_of[key]
+                self.texts[nid] = node.fact("message").value
+        self.project = self.mem.standing.project_id(g, loop.identity_of(self.h.session))
+
+    def set_params(self, params) -> None:
+        """Swap the scorer's weights on the open store (both search paths)."""
+        st = self.mem.store
+        if st.index_search is not None:
+            st.index_search.params = params
+        sc = st.scorer
+        if hasattr(sc, "index"):
+            sc.index.params = params
+
+    def rank(self, q, k):
+        from mino_memory_graph.recall_block import recall_candidates
+
+        hits = recall_candidates(self.mem, q, self.project, str(self.h.session.id), k=2 * k + 8)
+        return [self.node_dia[nid] for nid, _ in hits if nid in self.node_dia][:k]
+
+    def block(self, q) -> str:
+        self.server.add({"text": "Noted."})
+        self.h.turn(q)
+        items = self.server.requests[-1].get("input") or []
+        if items and items[0].get("role") == "assistant":
+            return str(items[0]["content"])
+        return ""
+
+    def close(self):
+        from mino_memory_graph import loop
+
+        loop.forget_open()
+        self._tmp.cleanup()
+
+
+class StoredBM25:
+    """The baseline over the same stored texts: plain BM25 over each turn episode's
+    ``message`` fact, as mino stored it."""
+
+    def __init__(self, lg: LoopGraph):
+        self.ids = list(lg.texts)
+        self.dia = [lg.node_dia[i] for i in self.ids]
+        docs = [re.findall(r"[a-z0-9]+", lg.texts[i].lower()) for i in self.ids]
+        self.n, self.k1 = len(docs), 1.2
+        dl = np.array([len(d) for d in docs], float)
+        self.norm = self.k1 * (1 - 0.75 + 0.75 * dl / max(dl.mean(), 1e-9))
+        post = collections.defaultdict(list)
+        for i, d in enumerate(docs):
+            for t, c in collections.Counter(d).items():
+                post[t].append((i, c))
+        self.post = {t: (np.array([i for i, _ in p]), np.array([c for _, c in p], float))
+                     for t, p in post.items()}
+
+    def rank(self, q, k):
+        s = np.zeros(self.n)
+        for t in set(re.findall(r"[a-z0-9]+", q.lower())):
+            got = self.post.get(t)
+            if got is not None:
+                ix, tf = got
+                idf = math.log(1 + (self.n - len(ix) + 0.5) / (len(ix) + 0.5))
+                s[ix] += idf * tf * (self.k1 + 1) / (tf + self.norm[ix])
+        return [self.dia[i] for i in np.argsort(-s, kind="stable")[:k] if s[i] > 0]
+
+
+LOOP_VARIANTS = ("neighbour", "cluster", "hashing", "entity", "temporal")
+
+
+def through_loop(convs, ablate: bool = False, blocks: bool = True) -> dict:
+    """R@5/R@10 of mino's recall path and of BM25 over the same stored texts, same run;
+    the share of questions whose evidence reached the block; per-turn time; with
+    ``ablate``, the default with each signal removed."""
+    from mino_core.testing.server import ScriptedServer
+
+    full = HybridParams()
+    variants = {"default": full}
+    if ablate:
+        for name in LOOP_VARIANTS:
+            variants[f"- {name}"] = HybridParams(**{**full.__dict__, name: 0.0})
+        variants["lexical only"] = HybridParams(neighbour=0, cluster=0, hashing=0, entity=0,
+                                                temporal=0)
+    rec = {name: {k: [] for k in KS} for name in [*variants, "bm25-stored"]}
+    per_cat = {name: {c: {k: [] for k in KS} for c in CATEGORIES} for name in rec}
+    block_hit, block_tokens, lat, turn_ms, turn_cpu = [], [], [], [], []
+    with ScriptedServer() as server:
+        for _sid, turns, speakers, questions in convs:
+            lg = LoopGraph(turns, speakers, server)
+            turn_ms.append(lg.turn_wall_ms)
+            turn_cpu.append(lg.turn_cpu_ms)
+            base = StoredBM25(lg)
+            try:
+                for name, params in variants.items():
+                    lg.set_params(params)
+                    for q, ev, cat in questions:
+                        t0 = time.perf_counter()
+                        top = lg.rank(q, max(KS))
+                        if name == "default":
+                            lat.append(time.perf_counter() - t0)
+                        for k in KS:
+                            v = len(ev & set(top[:k])) / len(ev)
+                            rec[name][k].append(v)
+                            per_cat[name][cat][k].append(v)
+                lg.set_params(full)
+                for q, ev, cat in questions:
+                    top = base.rank(q, max(KS))
+                    for k in KS:
+                        v = len(ev & set(top[:k])) / len(ev)
+                        rec["bm25-stored"][k].append(v)
+                        per_cat["bm25-stored"][cat][k].append(v)
+                    if blocks:
+                        text = lg.block(q)
+                        shown = {lg.node_dia[int(m)] for m in re.findall(r" #(\d+)$", text, re.M)
+                                 if int(m) in lg.node_dia}
+                        block_hit.append(bool(ev & shown))
+                        block_tokens.append(len(text) / 4)
+            finally:
+                lg.close()
+    lat_ms = sorted(x * 1000 for x in lat)
+
+    def summary(name):
+        return {"recall_at_5": round(statistics.fmean(rec[name][5]), 4),
+                "recall_at_10": round(statistics.fmean(rec[name][10]), 4),
+                "per_category": {str(c): {"recall_at_5": round(statistics.fmean(v[5]), 4),
+                                          "recall_at_10": round(statistics.fmean(v[10]), 4),
+                                          "n": len(v[5])}
+                                 for c, v in per_cat[name].items() if v[5]},
+                "p50_ms": round(lat_ms[len(lat_ms) // 2], 3) if name == "default" else 0.0,
+                "p95_ms": round(lat_ms[min(len(lat_ms) - 1, int(0.95 * len(lat_ms)))], 3)
+                if name == "default" else 0.0,
+                "n_questions": len(rec[name][5])}
+
+    out = {"retrievers": {name: summary(name) for name in rec},
+           "turn_wall_ms": round(statistics.fmean(turn_ms), 2),
+           "turn_cpu_ms": round(statistics.fmean(turn_cpu), 2)}
+    if block_hit:
+        out["block_hit_rate"] = round(sum(block_hit) / len(block_hit), 4)
+        out["block_tokens_mean"] = round(statistics.fmean(block_tokens), 1)
+    d, b = out["retrievers"]["default"], out["retrievers"]["bm25-stored"]
+    out["delta_r10_vs_bm25"] = round(d["recall_at_10"] - b["recall_at_10"], 4)
+    out["delta_r5_vs_bm25"] = round(d["recall_at_5"] - b["recall_at_5"], 4)
+    return out
+
+
 def _table(results: dict) -> str:
     head = f"{'retriever':<16}{'R@5':>7}{'R@10':>7}" + "".join(f"{'c' + str(c) + ' @5/@10':>14}" for c in CATEGORIES) + f"{'p50ms':>8}{'p95ms':>8}"
     lines = [head]
@@ -425,14 +627,25 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablate", action="store_true", help="also run the default with each signal removed")
     ap.add_argument("--scale", type=int, metavar="N", help="also time hybrid-v1 at N nodes against the matvec floor")
+    ap.add_argument("--through-loop", action="store_true",
+                    help="store each conversation through mino's own turn loop and ask through "
+                         "its recall path, against BM25 over the same stored texts")
+    ap.add_argument("--conversations", type=int, metavar="N",
+                    help="only the first N conversations")
+    ap.add_argument("--quick", action="store_true", help="the first conversation only")
+    ap.add_argument("--no-blocks", action="store_true",
+                    help="with --through-loop: skip the whole-turn block check")
     a = ap.parse_args(argv)
     if not a.data.exists():
         ap.error(f"no data at {a.data} (pass --data)")
+    if a.through_loop:
+        return _main_loop(a)
     names = a.retriever or ["all"]
     if "all" in names:
         names = list(RETRIEVERS)
     names = list(dict.fromkeys(ALIASES.get(n, n) for n in names))
     convs, skipped = load(a.data)
+    convs = _first(convs, a)
     skipped_obj = {"total": sum(skipped.values()), "reasons": dict(skipped)}
     results = {}
     for name in names:
@@ -464,6 +677,46 @@ def main(argv=None) -> int:
         if scale:
             print(f"\nscale: {scale['nodes']} nodes built in {scale['build_s']} s; top 5 p50 "
                   f"{scale['hybrid_p50_ms']} ms vs matvec floor {scale['floor_p50_ms']} ms (x{scale['ratio']})")
+    return 0
+
+
+def _first(convs, a):
+    n = 1 if a.quick else a.conversations
+    return convs[:n] if n else convs
+
+
+def _main_loop(a) -> int:
+    """--through-loop: the loop's graph against BM25 over its texts, the old
+    (benchmark-built graph) rows beside them, all on the same conversations in one run."""
+    convs, skipped = load(a.data)
+    convs = _first(convs, a)
+    t0, c0 = time.perf_counter(), time.process_time()
+    loop_res = through_loop(convs, ablate=a.ablate, blocks=not a.no_blocks)
+    loop_wall, loop_cpu = time.perf_counter() - t0, time.process_time() - c0
+    old = {}
+    for name in ("bm25", "default"):
+        old[f"old {name}"] = evaluate(convs, RETRIEVERS[name])
+    res = {"data": str(a.data), "conversations": len(convs),
+           "through_loop": loop_res, "benchmark_built": old,
+           "loop_wall_s": round(loop_wall, 1), "loop_cpu_s": round(loop_cpu, 1)}
+    if a.json:
+        print(json.dumps(res, indent=1))
+        return 0
+    n = loop_res["retrievers"]["default"]["n_questions"]
+    print(f"{a.data.name}: {len(convs)} conversation(s), {n} questions of categories 1-4 "
+          f"(skipped in the whole file: {sum(skipped.values())})")
+    print("\nthrough mino's loop (the graph mino stored; recall = the agent's recall path)")
+    print(_table(loop_res["retrievers"]))
+    print(f"default - bm25-stored: R@5 {loop_res['delta_r5_vs_bm25']:+.3f}, "
+          f"R@10 {loop_res['delta_r10_vs_bm25']:+.3f}")
+    if "block_hit_rate" in loop_res:
+        print(f"evidence in the block that reached the model: {loop_res['block_hit_rate']:.3f} "
+              f"of questions; block about {loop_res['block_tokens_mean']:.0f} tokens")
+    print(f"per stored turn (whole loop, scripted model): {loop_res['turn_wall_ms']:.1f} ms wall, "
+          f"{loop_res['turn_cpu_ms']:.1f} ms CPU; whole loop part {loop_wall:.1f} s wall, "
+          f"{loop_cpu:.1f} s CPU")
+    print("\nbenchmark-built graph (one Aspect per turn, speaker facts), same conversations")
+    print(_table(old))
     return 0
 
 

@@ -63,11 +63,16 @@ def test_empty_memory_adds_nothing_to_the_request(agent, scripted_server, mino_h
     assert body["input"][0]["role"] == "user"
     g = journal(mino_home).graph
     eps = [n for n in g.nodes.values() if n.kind == "TaskEpisode"]
-    assert len(eps) == 1 and eps[0].label.startswith("task: Say hello")
+    # the session's node, then the turn's episode (PartOf the project and the session)
+    assert len(eps) == 2 and eps[0].label == f"session {h.session.id}"
+    assert eps[1].label.startswith("task: Say hello")
+    assert eps[1].fact("message").value == "Say hello in one word please."
     project = [n for n in g.nodes.values() if n.label.startswith("project ")]
     assert len(project) == 1 and project[0].fact("path") is not None
     part_of = [e for e in g.edges.values() if e.kind == "PartOf"]
-    assert [(e.src, e.dst) for e in part_of] == [(eps[0].id, project[0].id)]
+    assert [(e.src, e.dst) for e in part_of] == [(eps[0].id, project[0].id),
+                                                 (eps[1].id, project[0].id),
+                                                 (eps[1].id, eps[0].id)]
 
 
 def test_saved_fact_is_recalled_next_session_in_one_labelled_leading_item(
@@ -167,7 +172,7 @@ def test_failure_steers_one_deduplicated_marker_counting_1_2_3(agent, scripted_s
     assert m.label.startswith("pain: probe_run(make test) failed")
     assert m.fact("signature").value == "probe_run(make test) failed: error: # tests failed in #.#s"
     assert m.fact("source").value.startswith("observed")
-    eps = [n.id for n in g.nodes.values() if n.kind == "TaskEpisode"]
+    eps = [n.id for n in g.nodes.values() if n.label.startswith("task: ")]  # the turns
     derived = sorted(e.src for e in g.edges.values() if e.kind == "DerivedFrom" and e.dst == m.id)
     assert derived == sorted(eps)
     project = next(n.id for n in g.nodes.values() if n.label.startswith("project "))

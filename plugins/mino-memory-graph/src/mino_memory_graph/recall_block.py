@@ -79,13 +79,30 @@ def scoped_search(store, text: str, k: int, project: int | None):
     return kept[:k]
 
 
-def recall_hits(mem: Memory, text: str, project: int | None) -> list[tuple[int, float]]:
+def recall_hits(mem: Memory, text: str, project: int | None,
+                session: str | None = None) -> list[tuple[int, float]]:
     """Strong hits for ``text``: (node, score), best first, at most RECALL_MAX."""
+    kept = recall_candidates(mem, text, project, session)
+    if not kept:
+        return []
+    best = kept[0][1]
+    return [(nid, s) for nid, s in kept if s >= RELATIVE_CUT * best][:RECALL_MAX]
+
+
+def recall_candidates(mem: Memory, text: str, project: int | None,
+                      session: str | None = None, k: int = RECALL_K) -> list[tuple[int, float]]:
+    """The ``k`` searched hits for ``text`` that a block may show, best first (before the
+    relative cut; ``bench/locomo_recall.py`` ranks these).
+
+    An episode may be shown when it says something: a reflected ``goal`` (Mnemo's rule) or
+    the ``message`` of its turn; the turns of ``session`` itself are not (they are in the
+    conversation already), nor is a session's own node (it holds no text of the user's).
+    """
     if len(text.split()) < MIN_QUERY_WORDS:
         return []
     g = mem.graph
     kept = []
-    for h in scoped_search(mem.store, text, RECALL_K, project):
+    for h in scoped_search(mem.store, text, k, project):
         n = g.nodes.get(h.node)
         if n is None or n.deleted or h.score <= SCORE_FLOOR:
             continue
@@ -93,13 +110,17 @@ def recall_hits(mem: Memory, text: str, project: int | None) -> list[tuple[int, 
             continue
         if n.area == "Salience" and n.fact("fix") is None:
             continue
-        if n.kind == "TaskEpisode" and n.fact("goal") is None:
+        if n.kind == "TaskEpisode" and (
+                (n.fact("goal") is None and n.fact("message") is None)
+                or (session is not None and _fact_value(n, "session") == session)):
             continue
         kept.append((h.node, float(h.score)))
-    if not kept:
-        return []
-    best = kept[0][1]
-    return [(nid, s) for nid, s in kept if s >= RELATIVE_CUT * best][:RECALL_MAX]
+    return kept
+
+
+def _fact_value(node, key: str) -> str | None:
+    f = node.fact(key)
+    return f.value if f is not None else None
 
 
 def profile_lines(graph, node: int | None) -> list[str]:

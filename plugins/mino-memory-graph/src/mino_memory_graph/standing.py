@@ -1,4 +1,5 @@
-"""The standing nodes: the user profile, one project node per project, an episode per turn.
+"""The standing nodes: the user profile, one project node per project, a session node per
+session; and the label and text of a turn's episode.
 
 - User profile: ``user preferences``, an Entity moved to the Semantic area. The only
   global node: facts about the person, shown at the top of every recall block.
@@ -8,8 +9,14 @@
   ``repo:<repository root>``, else ``dir:<folder>``. Unlike Mnemo there is no birth time
   in the identity: Linux does not report one everywhere, and a re-created folder at the
   same path is, for a person, the same project.
-- Episode: ``task: <first 80 characters of the message>``, a TaskEpisode PartOf the
-  project, with facts ``session`` and ``turn``.
+- Session: ``session <session id>``, a TaskEpisode PartOf the project, with facts
+  ``session`` and ``started`` (the wall-clock date, UTC): Mnemo's one episode per session.
+  It holds no text of the user's, so it exists (and takes the turn's tool log and pain
+  markers' blame) also with ``memory.graph.episodes: off``.
+- Turn episode: ``task: <first 80 characters of the message>``, a TaskEpisode PartOf the
+  project (the scope) and PartOf its session (the cluster: hybrid-v1's neighbour and
+  cluster signals read the turns of one session in order), with facts ``session``,
+  ``turn`` and ``message`` (the whole message, secret-shaped strings redacted, capped).
 
 Lookups are cached per store and checked again under the write lock, so two processes
 never create a second profile or project node.
@@ -26,6 +33,8 @@ from .model import Graph
 USER_LABEL = "user preferences"
 PROJECT_PREFIX = "project "
 EPISODE_PREFIX = "task: "
+SESSION_PREFIX = "session "
+MESSAGE_CHARS = 2000  # a turn's message kept whole up to this (a pasted log is cut)
 _SCP = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)(.+)$")
 
 
@@ -130,9 +139,25 @@ def is_profile(graph: Graph, node_id: int) -> bool:
         n.label == USER_LABEL or n.label.startswith(PROJECT_PREFIX))
 
 
+def _one_line(text: str) -> str:
+    from .safety import redact
+
+    return redact(" ".join((text or "").split()))
+
+
 def episode_label(text: str) -> str:
-    one = " ".join((text or "").split())
+    one = _one_line(text)
     return EPISODE_PREFIX + (one[:80] + ("…" if len(one) > 80 else ""))
+
+
+def message_text(text: str) -> str:
+    """The ``message`` fact of a turn's episode: one line, redacted, capped."""
+    one = _one_line(text)
+    return one[:MESSAGE_CHARS] + ("…" if len(one) > MESSAGE_CHARS else "")
+
+
+def session_label(session_id: str) -> str:
+    return SESSION_PREFIX + str(session_id)
 
 
 class Standing:
@@ -141,6 +166,7 @@ class Standing:
     def __init__(self):
         self.user: int | None = None
         self.projects: dict[str, int] = {}
+        self.sessions: dict[str, int] = {}  # session id -> its session node
         self.scanned_to = 0  # node ids below this were looked at for the user profile
 
     def _alive(self, graph: Graph, nid: int | None) -> bool:
@@ -189,6 +215,33 @@ class Standing:
             self.projects[identity] = project
         self.scanned_to = g.next_node
         return user, project
+
+    def session(self, req, session_id: str, project: int, resumed: bool) -> int:
+        """Inside a write request: the session node of ``session_id``, created (PartOf
+        ``project``) on its first turn. Only a ``resumed`` session (one with earlier turns,
+        perhaps from another process) is looked up in the graph; a new one cannot be there.
+        """
+        g = req.graph
+        label = session_label(session_id)
+        nid = self.sessions.get(session_id)
+        if self._alive(g, nid) and g.nodes[nid].label == label:
+            return nid
+        nid = None
+        if resumed:
+            from .partial import find_label
+
+            found = find_label(g, label, "TaskEpisode")
+            nid = found[0] if found else None
+        if nid is None:
+            from datetime import datetime, timezone
+
+            nid = req.episode(label)
+            req.add_fact(nid, "session", str(session_id))
+            req.add_fact(nid, "started",
+                         datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+            req.link(nid, project, "PartOf")
+        self.sessions[session_id] = nid
+        return nid
 
 
 def home_relative(path: Path) -> str:
