@@ -1,8 +1,11 @@
 """The turn's episode, hook by hook.
 
 - ``begin`` (``front_input``): search the user's message in this project's scope, keep
-  the strong hits, create the turn's episode (PartOf the project) and link what fed it as
-  SuppliesContext feeders (never pain markers), and render one labelled block.
+  the strong hits, create the turn's episode (PartOf the project and PartOf the session's
+  node, so one session's turns form one ordered cluster) and link what fed it as
+  SuppliesContext feeders (never pain markers), and render one labelled block. With
+  ``memory.graph.episodes: off`` no message is recorded: the session's node (which holds
+  no text of the user's) is the episode the turn logs on, Mnemo's one episode per session.
 - ``observe`` (``tool_outcome``): log the call on the episode with its subject (a
   completed or refused call is written with the turn's next write); a failure (not a
   refusal) steers at once, once per distinct failure in the run.
@@ -53,13 +56,18 @@ def begin(turn) -> str | None:
     text = turn.user_text or ""
     project = mem.standing.project_id(g, identity)
     user = mem.standing.user_id(g)
-    hits = recall_hits(mem, text, project)
+    hits = recall_hits(mem, text, project, session=str(session.id))
     with store.write() as req:
         user, project = mem.standing.ensure(req, identity, session.project_root)
-        ep = req.episode(standing.episode_label(text))
-        req.add_fact(ep, "session", str(session.id))
-        req.add_fact(ep, "turn", str(turn.number))
-        req.link(ep, project, "PartOf")
+        ep = mem.standing.session(req, str(session.id), project,
+                                  resumed=(turn.number or 0) > 1)
+        if records_episodes(session.config):
+            sess, ep = ep, req.episode(standing.episode_label(text))
+            req.add_fact(ep, "session", str(session.id))
+            req.add_fact(ep, "turn", str(turn.number))
+            req.add_fact(ep, "message", standing.message_text(text))
+            req.link(ep, project, "PartOf")
+            req.link(ep, sess, "PartOf")
         feeders = []
         hits = [(nid, sc) for nid, sc in hits if g.live(nid) is not None]  # caught up
         sources = [nid for nid, _ in hits if g.nodes[nid].area != "Salience"
@@ -72,6 +80,11 @@ def begin(turn) -> str | None:
                           "recalled": [nid for nid, _ in hits], "steered": set(),
                           "markers": [], "feeders": feeders}
     return render(g, user, project, hits) or None
+
+
+def records_episodes(config) -> bool:
+    """``memory.graph.episodes`` (default on): whether each user message is recorded."""
+    return section(config).get("episodes", "on") not in (False, "off", "no", "false", "0")
 
 
 # -- steer -------------------------------------------------------------------------------
