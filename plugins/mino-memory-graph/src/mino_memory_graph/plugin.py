@@ -62,6 +62,7 @@ def config_schema(context):
         "index": {"type": ["boolean", "string"], "enum": [True, False, "on", "off", "true", "false",
                                                           "yes", "no", "0", "1"], "default": "on"},
         "reflect": {"enum": ["auto", False, "off", "no", True, "on"], "default": "auto"},
+        "episodes": {"enum": [True, False, "on", "off", "yes", "no"], "default": "on"},
         "embedder": {"type": "object", "additionalProperties": False, "properties": {
             "kind": {"enum": ["openai"]}, "model": {"type": "string"},
             "base_url": {"type": "string", "pattern": r"^https?://"},
