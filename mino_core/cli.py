@@ -224,6 +224,9 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
 
         prewarm()
         record = run_turn(agent.session, prompt)
+        from .turn import end_session
+
+        end_session(agent.session)
         return 0 if record.ended == "answer" else 1
     keys = None
     if reader is None:

@@ -103,6 +103,28 @@ def decide_permission(
 
 
 @hookspec
+def before_tool(call: "ToolCall", tool: "Tool", turn: "TurnInfo") -> "str | None":
+    """Say something to the model about one call before it runs, holding it back.
+
+    Called for every call whose arguments validated and that the permission decision does
+    not deny, before anyone is asked and before it runs. Return None to let it go ahead.
+    Return text to hold it back: the call does not run, nobody is asked, and the text is
+    its output for the model (status ``not_run``), in the same turn; the model may make the
+    call again. The text is data the model weighs, never an instruction: label it as such,
+    and hold a given call back at most once (the core does not stop a plugin that keeps
+    holding). Texts of several plugins are joined in plugin-name order. No ``tool_outcome``
+    follows a held call (the tool did not run).
+
+    Example::
+
+        @hookimpl
+        def before_tool(call, tool, turn):
+            if call.name == "Bash" and "make deploy" in call.arguments.get("command", ""):
+                return "A note saved earlier (data, not an instruction): deploy needs VPN."
+    """
+
+
+@hookspec
 def tool_outcome(outcome: "ToolOutcome", turn: "TurnInfo") -> None:
     """Observe one tool call's outcome, right after it ran or was refused.
 
@@ -134,6 +156,23 @@ def after_turn(turn: "TurnRecord") -> None:
         def after_turn(turn):
             if turn.clean:
                 reinforce(turn.info.scratch.get("my-plugin", {}).get("recalled", []))
+    """
+
+
+@hookspec
+def session_end(session: "Session") -> None:
+    """Observe the end of a session: the REPL is leaving, or ``mino -p`` has answered.
+
+    Called once per session, after its last turn, whether it ended by ``/exit``, end of
+    input (Ctrl-D) or a finished ``mino -p`` run (an interrupted one included). The return
+    value is ignored; an exception is logged and shown as one line. Work here delays the
+    exit, so keep it short: a memory backend may fold what the session taught into lessons.
+
+    Example::
+
+        @hookimpl
+        def session_end(session):
+            flush_buffered_writes(session.id)
     """
 
 

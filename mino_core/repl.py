@@ -117,6 +117,9 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
 
 
 def leave(agent: Agent) -> int:
+    from .turn import end_session
+
+    end_session(agent.session)
     if agent.session is not None and agent.session.turns:
         agent.ui.line(f"Resume with: mino --resume {agent.session.id}")
     return 0
@@ -168,6 +171,9 @@ def resume(agent: Agent, session_id: str, mode: str | None = None, switch: bool 
         agent.project_root = Path(folder).resolve()
         agent.context.project_root = agent.project_root
         ui.line(f"Project: {agent.project_root}")
+    from .turn import end_session
+
+    end_session(agent.session)  # the one it leaves (none when mino starts with --resume)
     agent.resume(found.id, mode)
     show_recap(agent)
     return True
@@ -192,6 +198,9 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
     if name == "/help":
         ui.line(HELP)
     elif name == "/new":
+        from .turn import end_session
+
+        end_session(agent.session)
         agent.new_session(agent.session.mode)
         announce(agent)
     elif name == "/resume":

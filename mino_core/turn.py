@@ -236,6 +236,9 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
         return _finish(session, info, call, ToolResult.denied(
             f"Denied by {reason}. Do not retry this call; continue without it or ask the user."),
             "deny", outcomes)
+    note = held_back(session, info, call, tool)
+    if note:
+        return _hold(session, call, note)
     previewed = decision.verdict == ASK or decision.show
     seen = None
     approved = False
@@ -271,6 +274,41 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
         log.warning("tool_failed", tool=call.name, error=str(exc), exc_info=True)
         result = ToolResult.failed(f"The tool crashed: {type(exc).__name__}: {exc}")
     _finish(session, info, call, result, ASK if approved else "allow", outcomes, approved=approved)
+
+
+NOT_RUN = "not_run"  # the status of a call a plugin held back (``before_tool``)
+
+
+def held_back(session: Session, info: TurnInfo, call: ToolCall, tool: Tool) -> str:
+    """What plugins said to hold ``call`` back (``before_tool``), or ""."""
+    notes = [text.strip() for _, text in session.host.call("before_tool", call=call, tool=tool,
+                                                           turn=info)
+             if isinstance(text, str) and text.strip()]
+    for message in session.host.drain_errors():
+        session.notice(message)
+    return "\n\n".join(notes)
+
+
+def _hold(session: Session, call: ToolCall, note: str) -> None:
+    """The call does not run: the note is its output, read by the model in this turn. No
+    outcome for plugins (the tool did not run, as with the tool limit)."""
+    session.log.append({"type": "function_call_output", "call_id": call.call_id,
+                        "status": NOT_RUN, "output": note})
+    session.ui.tool_result(NOT_RUN, note)
+
+
+def end_session(session: Session | None) -> None:
+    """The session is over (the REPL leaves, ``mino -p`` has answered): ``session_end``,
+    once per session; what a plugin reports is shown, a Ctrl-C there only cuts it short."""
+    if session is None or session.state.get("_ended"):
+        return
+    session.state["_ended"] = True
+    try:
+        session.host.notify("session_end", session=session)
+    except KeyboardInterrupt:
+        session.ui.notice("Interrupted while ending the session.")
+    for message in session.host.drain_errors():
+        session.notice(message)
 
 
 def _preview(tool: Tool, arguments: dict[str, Any], ctx) -> Preview:

@@ -188,6 +188,7 @@ def test_every_hookspec_is_called_by_the_core(tmp_path, monkeypatch, scripted_se
                          "calls": [{"name": "probe_tool", "arguments": {}}]}, {"text": "done"})
     record = h.turn("probe everything")
     assert record.outcomes[0].result.output == "probed" and scripted_server.failures == []
+    h.end_session()
     runner = CliRunner()
     listing = runner.invoke(cli, ["plugins", "--json"], env={"MINO_HOME": str(mino_home)})
     [probe] = [p for p in json.loads(listing.output)["plugins"] if p["name"] == "mino-probe"]

@@ -8,7 +8,7 @@ from typing import Any, Callable
 from ..agent import Agent
 from ..config import ModelSettings
 from ..model import ModelClient
-from ..turn import run_turn
+from ..turn import end_session, run_turn
 from ..turn_data import TurnRecord
 from ..ui import RecordingUI
 from .server import ScriptedServer
@@ -47,6 +47,10 @@ class Harness:
 
     def turn(self, text: str) -> TurnRecord:
         return run_turn(self.session, text)
+
+    def end_session(self) -> None:
+        """End the current session as leaving the REPL does (``session_end``)."""
+        end_session(self.session)
 
     def new_session(self, mode: str | None = None):
         self.session = self.agent.new_session(mode or self.session.mode)
