@@ -656,6 +656,8 @@ class Index:
                              check_same_thread=False)
         db.execute("PRAGMA synchronous=OFF")
         db.execute("PRAGMA cache_size=-16000")
+        if create and os.environ.get("XCACHE"):
+            db.execute("PRAGMA cache_size=-" + os.environ["XCACHE"])
         db.execute("PRAGMA temp_store=MEMORY")
         self.db = db
         self._ino = os.stat(self.path).st_ino
@@ -783,14 +785,16 @@ class Index:
         """Apply the journal past ``offset`` (caller holds a journal lock); returns the
         number of operations read. Safe against another process doing the same."""
         j = self.journal
-        if j.ino != self._journal_ino:  # the journal was replaced: does it extend ours?
-            self._validate()
+        # The index file first: a process that rewrote the journal (purge, repair) also
+        # rebuilt the index, and the new file already describes the new journal.
         try:
             replaced = os.stat(self.path).st_ino != self._ino
         except FileNotFoundError:
             raise IndexInvalid("the index file was removed") from None
         if replaced:  # another process rebuilt it: use the new file
             self._connect(create=False)
+            self._validate()
+        elif j.ino != self._journal_ino:  # the journal was replaced: does it extend ours?
             self._validate()
         size = j.size()
         if size == self.offset and self.meta("offset") == size:
