@@ -656,8 +656,6 @@ class Index:
                              check_same_thread=False)
         db.execute("PRAGMA synchronous=OFF")
         db.execute("PRAGMA cache_size=-16000")
-        if create and os.environ.get("XCACHE"):
-            db.execute("PRAGMA cache_size=-" + os.environ["XCACHE"])
         db.execute("PRAGMA temp_store=MEMORY")
         self.db = db
         self._ino = os.stat(self.path).st_ino
