@@ -409,6 +409,8 @@ class StoryResult:
     questions: list[QuestionResult] = field(default_factory=list)
     turn_cpu: list[float] = field(default_factory=list)
     turn_wall: list[float] = field(default_factory=list)
+    end_cpu: list[float] = field(default_factory=list)
+    end_wall: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -509,7 +511,7 @@ def run_story(story: Story, workdir: Path, show: bool = False) -> StoryResult:
     from mino_core.repl import repl, resume
     from mino_core.startup import start_agent
     from mino_core.testing import approver
-    from mino_core.turn import run_turn
+    from mino_core.turn import end_session, run_turn
     from mino_core.ui import RecordingUI
     from mino_memory_graph.loop import forget_open
 
@@ -584,8 +586,12 @@ def run_story(story: Story, workdir: Path, show: bool = False) -> StoryResult:
                     except EOFError:
                         break
                     run_turn(agent.session, line)
+                end_session(agent.session)
             else:
                 repl(agent, read=read)
+            cpu, wall = clock.take()  # session_end (consolidation): apart from the turns
+            result.end_cpu.append(cpu)
+            result.end_wall.append(wall)
             for message in agent.host.drain_errors():
                 result.errors.append(f"session {spec.name}: {message}")
     except StoryError as exc:
@@ -646,6 +652,8 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
     cpu = [c for r in results for c in r.turn_cpu]
     wall = [w for r in results for w in r.turn_wall]
     tokens = [q.block_tokens for q in qs]
+    end_cpu = [c for r in results for c in r.end_cpu]
+    end_wall = [w for r in results for w in r.end_wall]
     return {
         "stories": len(results), "questions": len(qs), "hits": sum(q.hit for q in qs),
         "hit_rate": (sum(q.hit for q in qs) / len(qs)) if qs else 0.0,
@@ -658,6 +666,9 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
         "memory_ms_per_turn": {"cpu_median": round(_median_ms(cpu), 2), "cpu_p95": round(_p95_ms(cpu), 2),
                                "wall_median": round(_median_ms(wall), 2), "wall_p95": round(_p95_ms(wall), 2),
                                "cpu_max": round(max(cpu) * 1000, 2) if cpu else 0.0},
+        "session_end_ms": {"sessions": len(end_cpu), "cpu_median": round(_median_ms(end_cpu), 2),
+                           "wall_median": round(_median_ms(end_wall), 2),
+                           "cpu_max": round(max(end_cpu) * 1000, 2) if end_cpu else 0.0},
         "misses": [{"story": q.story, "session": q.session, "question": q.question,
                     "missing": q.missing, "present_but_forbidden": q.leaked,
                     "in_turn_missing": q.in_turn_missing} for q in qs if not q.hit],
@@ -682,6 +693,9 @@ def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str]
     print(f"memory plugin time per turn (its hooks, model requests excluded): CPU median "
           f"{m['cpu_median']} ms, p95 {m['cpu_p95']} ms, max {m['cpu_max']} ms; wall median "
           f"{m['wall_median']} ms, p95 {m['wall_p95']} ms")
+    e = s["session_end_ms"]
+    print(f"memory plugin time at session end ({e['sessions']} sessions): CPU median "
+          f"{e['cpu_median']} ms, max {e['cpu_max']} ms; wall median {e['wall_median']} ms")
     if s["misses"]:
         print("misses:")
         for miss in s["misses"]:
