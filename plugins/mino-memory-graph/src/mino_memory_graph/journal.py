@@ -3,7 +3,8 @@
 - Path: ``MNEMO_MEMORY_JOURNAL`` (Mnemo's variable) wins, then config
   ``memory.graph.journal``, then ``<mino home>/graph/journal.jsonl``.
 - Siblings replace the journal's extension, as Mnemo names them: ``journal.lock`` (the
-  flock target), ``journal.corrupt`` (quarantined lines, one JSON record each).
+  flock target), ``journal.corrupt`` (quarantined lines, one JSON record each);
+  ``journal.reported`` (which of those a person was already told about: each once).
 - Files are created 0600, folders 0700.
 - Lock discipline: exclusive for a whole write request (catch up, allocate, append,
   fsync); shared for reading. Because every writer holds the exclusive lock for its
@@ -242,6 +243,69 @@ class Journal:
             log.warning("could not write quarantine file %s: %s", self.corrupt_path, e)
             return 0
 
+    # --- quarantine, reported once ------------------------------------------------
+
+    @property
+    def reported_path(self) -> Path:
+        return sibling(self.path, ".reported")
+
+    def unreported(self) -> list[dict]:
+        """Quarantine records (``.corrupt``) not yet shown to a person: each bad line is
+        reported once, by its offset and a digest of its text (``.reported`` holds
+        those). Best effort: an unreadable state file means reporting again."""
+        records = _records(self.corrupt_path)
+        if not records:
+            return []
+        known = set(_read_lines(self.reported_path))
+        return [r for r in records if _report_key(r) not in known]
+
+    def mark_reported(self, records: list[dict]) -> None:
+        if not records:
+            return
+        try:
+            fd = open_private(self.reported_path, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, "".join(_report_key(r) + "\n" for r in records).encode())
+            finally:
+                os.close(fd)
+        except OSError as e:
+            log.warning("could not record reported lines in %s: %s", self.reported_path, e)
+
+    # --- rewriting (purge, repair) ---------------------------------------------------
+
+    def rewrite(self, chunks, keep_old: Path | None = None) -> int:
+        """Replace the journal with the bytes ``chunks`` yields (caller holds the
+        exclusive lock): a new private file beside it, fsynced, renamed over the path,
+        so a crash leaves the old journal or the new one, never half of either.
+        ``keep_old``: the old journal stays under that name (a hard link, 0600).
+        Returns the new size. Other processes see ``replaced()`` under the lock and
+        reopen before they read or append."""
+        tmp = self.path.with_name(f"{self.path.name}.rewrite-{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
+                     0o600)
+        try:
+            try:
+                for chunk in chunks:
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if keep_old is not None:
+                os.link(self.path, keep_old)
+                os.chmod(keep_old, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        _fsync_dir(self.path.parent)
+        self.reopen()
+        return self.size()
+
     # --- appending ----------------------------------------------------------------
 
     def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
@@ -263,6 +327,56 @@ class Journal:
         if fsync:
             os.fsync(self.fd)
         return self.size()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _report_key(record: dict) -> str:
+    import hashlib
+
+    raw = str(record.get("raw", "")).encode("utf-8", "replace")
+    return f"{record.get('offset')} {hashlib.sha256(raw).hexdigest()[:32]}"
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+def _records(path: Path) -> list[dict]:
+    """The records of a ``.corrupt`` file (its last ``RECORDED_TAIL`` bytes)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return []
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - RECORDED_TAIL)
+        data = os.pread(fd, size - start, start) if size else b""
+    finally:
+        os.close(fd)
+    out = []
+    for line in data.splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(r, dict):
+            out.append(r)
+    return out
 
 
 RECORDED_TAIL = 16 << 20  # of .corrupt read for what is recorded (old files repeat a lot)

@@ -221,9 +221,11 @@ class Store:
     """An open Mnemo journal with its graph, recall engine and derived cache."""
 
     def __init__(self, path: Path, *, scorer=None, embedder=None, fsync: bool = True,
-                 use_cache: bool = True, use_index: bool = True, lazy: bool = False):
+                 use_cache: bool = True, use_index: bool = True, lazy: bool = False,
+                 journal: Journal | None = None):
         self.path = Path(path)
-        self.journal = Journal(self.path)
+        # the file journal, or another implementation of its interface (journal_pg)
+        self.journal = journal if journal is not None else Journal(self.path)
         self.cache_path = self.path.with_suffix(".cache")
         self.fsync = fsync
         self.use_cache = use_cache
@@ -259,8 +261,18 @@ class Store:
         ``lazy``: open the index alone; the graph is built only when something needs it
         (a write, the ``mnemo`` scorer, ``check``). A search, ``state``, ``history`` or
         ``stats`` then never builds it: what ``mino memory`` commands use."""
+        journal = None
         if path is None:
-            path = resolve_journal_path(home, config)
+            from .shared_url import shared_url
+
+            url = shared_url(config)
+            if url:  # the shared journal: psycopg is imported only here
+                from .journal_pg import open_shared
+
+                journal = open_shared(url, home)
+                path = journal.path  # its local mirror: everything above reads that
+            else:
+                path = resolve_journal_path(home, config)
         gcfg = ((config or {}).get("memory") or {}).get("graph") if config else None
         gcfg = gcfg if isinstance(gcfg, dict) else {}
         if scorer is None:
@@ -274,8 +286,12 @@ class Store:
             use_index = str(gcfg.get("index", "on")).strip().lower() not in (
                 "off", "false", "no", "0")
         store = cls(Path(path), scorer=scorer, embedder=embedder, fsync=fsync,
-                    use_cache=use_cache, use_index=use_index, lazy=lazy)
-        store._load()
+                    use_cache=use_cache, use_index=use_index, lazy=lazy, journal=journal)
+        try:
+            store._load()
+        except BaseException:
+            store.close()
+            raise
         return store
 
     def _make_engine(self, graph: Graph):
@@ -453,9 +469,10 @@ class Store:
             self.report = self.index.report
             return self.index.ops_applied - before
         if self.partial:  # the index takes the tail; the graph reads it from there
-            if j.replaced():
+            replaced = j.replaced()
+            if replaced:  # rewritten (purge, repair): same size or not, reload it all
                 j.reopen()
-            if j.size() == self.offset and self.index.offset == self.offset:
+            if not replaced and j.size() == self.offset and self.index.offset == self.offset:
                 return 0
             before = self.index.ops_applied
             self._index_catch_up()
@@ -547,14 +564,86 @@ class Store:
                         # memory and journal never disagree
                         if req.lines:
                             seen = self._hash.update if self._hashed == self.offset else None
-                            self.offset = self.journal.append(b"".join(req.lines),
-                                                              self.fsync, seen)
+                            try:
+                                self.offset = self.journal.append(b"".join(req.lines),
+                                                                  self.fsync, seen)
+                            except BaseException:
+                                self._forget_unsaved()
+                                raise
                             if seen is not None:
                                 self._hashed = self.offset
                             self.ops_since_cache += len(req.lines)
                             self._index_catch_up()
             finally:
                 self._writing = False
+
+    def rewrite(self, make_chunks, keep_old: Path | None = None) -> int:
+        """Replace the journal (purge, repair) under the exclusive lock, after catching
+        up: ``make_chunks(journal)`` yields the new file's bytes from the current one.
+        Everything derived is dropped and rebuilt (the cache file removed, the index
+        rebuilt, the graph reloaded); other processes notice the new file under the lock
+        (``Journal.replaced``) before their next read or append. Returns the new size."""
+        with self._mutex:
+            if self._writing:
+                raise RuntimeError("a write request is open on this store")
+            with self._locked(True):
+                self._catch_up()
+                size = self.journal.rewrite(make_chunks(self.journal), keep_old)
+                self._reload_after_rewrite()
+        return size
+
+    def _reload_after_rewrite(self) -> None:
+        """Drop what was derived from the old journal and load the new one (caller holds
+        the exclusive lock)."""
+        try:
+            self.cache_path.unlink()
+        except FileNotFoundError:
+            pass
+        if self._engine is not None and hasattr(self._engine.scorer, "release"):
+            self._engine.scorer.release()
+        self._engine = None
+        if self._graph is not None:
+            self._graph.release()
+            self._graph = None
+        self._index_search = None
+        self.report = Report()
+        self.offset = 0
+        self.loaded_from_cache = False
+        self._reset_hash()
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+        if self.use_index:
+            from .index import Index
+
+            try:
+                self.index = Index.open(self.journal, rebuild=True, lock=False)
+                self.index_note = "rebuilt after the journal was rewritten"
+            except (OSError, sqlite3.Error) as e:
+                self.index = None
+                self.index_note = f"not available: {e}"
+        if self.index is not None and self.lazy:
+            self.offset = self.index.offset
+            self.report = self.index.report
+            return
+        self._load_graph()
+
+    def _forget_unsaved(self) -> None:
+        """The request's lines were not appended (a shared journal's server went away):
+        the graph holds ops the journal lacks, so it goes, to be built again from the
+        journal when next needed; nothing else changed."""
+        if self._graph is not None:
+            self._graph.release()
+        self._graph = None
+        self._engine = None
+        self.loaded_from_cache = False
+        if self.index is not None:
+            self.offset = self.index.offset
+            self.report = self.index.report
+        else:
+            self.offset = 0
+            self.report = Report()
+            self._reset_hash()
 
     def apply_ops(self, ops_list) -> int:
         """Apply pre-built ``(name, body)`` ops (a planner's output) as one request.

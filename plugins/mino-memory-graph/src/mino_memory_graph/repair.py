@@ -1,0 +1,82 @@
+"""``mino memory check --repair``: a journal without its quarantined lines.
+
+A bad line (not UTF-8, not an operation, a torn last line) is skipped by every replay
+and recorded in ``.corrupt``; it costs nothing but a warning. A repair writes the journal
+again without those lines, exactly the ones replay quarantines (the same reader decides),
+so every operation replays as before. The old journal stays beside it
+(``journal.before-repair-<time>.jsonl``, 0600): nothing saved is lost.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .journal import Report, fold_range
+from .model import Graph
+
+STEP = 1 << 20
+
+
+def kept_name(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    name = path.with_name(f"{path.stem}.before-repair-{stamp}{path.suffix}")
+    n = 1
+    while name.exists():
+        n += 1
+        name = path.with_name(f"{path.stem}.before-repair-{stamp}-{n}{path.suffix}")
+    return name
+
+
+def _ranges(journal, bad_offsets: list[int], size: int):
+    """Bytes ``[0, size)`` of the journal without the lines starting at ``bad_offsets``."""
+    pos = 0
+    for b in sorted(set(bad_offsets)):
+        yield from _copy(journal, pos, b)
+        end = _line_end(journal, b, size)
+        pos = end
+    yield from _copy(journal, pos, size)
+
+
+def _copy(journal, a: int, b: int):
+    while a < b:
+        chunk = journal.read(a, min(b, a + STEP))
+        if not chunk:
+            return
+        yield chunk
+        a += len(chunk)
+
+
+def _line_end(journal, start: int, size: int) -> int:
+    pos = start
+    while pos < size:
+        chunk = journal.read(pos, min(size, pos + STEP))
+        i = chunk.find(b"\n")
+        if i >= 0:
+            return pos + i + 1
+        pos += len(chunk)
+    return size
+
+
+def repair(store) -> dict:
+    """Rewrite ``store``'s journal without its quarantined lines; returns what it did
+    (``removed``: 0 means the journal was left alone, nothing kept)."""
+    info = {"removed": 0, "kept": None, "bytes_before": 0, "bytes_after": 0}
+
+    def make_chunks(journal):
+        size = journal.size()
+        bad: list[dict] = []
+        fold_range(journal.read, 0, size, Graph(), Report(), bad)
+        info["bytes_before"] = size
+        info["removed"] = len(bad)
+        yield from _ranges(journal, [b["offset"] for b in bad], size)
+
+    # a first look under the shared lock: a clean journal is not rewritten
+    with store.journal.locked(exclusive=False):
+        bad: list[dict] = []
+        fold_range(store.journal.read, 0, store.journal.size(), Graph(), Report(), bad)
+    if not bad:
+        return info
+    kept = kept_name(store.path)
+    info["bytes_after"] = store.rewrite(make_chunks, keep_old=kept)
+    info["kept"] = str(kept)
+    return info
