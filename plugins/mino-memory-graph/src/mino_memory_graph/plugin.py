@@ -27,7 +27,9 @@ def register_tools(context):
 def front_input(turn):
     """Recall for this message: one labelled block, or None when memory has nothing."""
     from . import loop
+    from .first_use import episodes_notice
 
+    episodes_notice(turn.session)
     return loop.begin(turn)
 
 
