@@ -164,17 +164,22 @@ def load_story(path: Path) -> Story:
                 raise StoryError(f"{tw}: needs a user message")
             expect = t.get("expect")
             if expect is not None:
-                if not isinstance(expect, dict) or not set(expect) <= {"recall", "absent", "in_turn"}:
-                    raise StoryError(f"{tw}: expect takes recall, absent and in_turn")
+                if not isinstance(expect, dict) or not set(expect) <= {"recall", "absent", "in_turn", "clean"}:
+                    raise StoryError(f"{tw}: expect takes recall, absent, in_turn and clean")
+                clean = expect.get("clean", False)
+                if not isinstance(clean, bool):
+                    raise StoryError(f"{tw}: expect.clean is true or false")
                 expect = {k: _strings(expect.get(k), f"{tw}: expect.{k}")
                           for k in ("recall", "absent", "in_turn")}
+                expect["clean"] = clean
                 if not any(expect.values()):
                     raise StoryError(f"{tw}: expect names nothing to check")
             turns.append(Turn(user=t["user"], model=_answers(t, tw), reflection=t.get("reflection"),
                               expect=expect, category=t.get("category")))
         sessions.append(SessionSpec(name=str(s.get("name") or f"s{si}"), project=project, turns=turns,
                                     mode=str(s.get("mode") or "manual"),
-                                    approve=s.get("approve", "all"),
+                                    # mino -p answers every question no (decisions.md)
+                                    approve=s.get("approve", "none" if s.get("headless") else "all"),
                                     headless=bool(s.get("headless", False)),
                                     resume=s.get("resume")))
     names = [s.name for s in sessions]
@@ -458,7 +463,7 @@ def added_text(first: dict[str, Any], later: list[dict[str, Any]], scripted: lis
     from mino_core.testing import request_text
 
     out = []
-    for body in later:
+    for body in later[-1:]:  # the last request holds every item the turn added
         for item in (body.get("input") or [])[seen:]:
             if not isinstance(item, dict) or item.get("type") in ("function_call", "reasoning"):
                 continue
@@ -467,6 +472,15 @@ def added_text(first: dict[str, Any], later: list[dict[str, Any]], scripted: lis
                 continue
             out.append(text)
     return "\n".join(out)
+
+
+def _failed_calls(first: dict[str, Any], last: dict[str, Any]) -> int:
+    """Tool results the turn added (after its first request) whose status is failed: a
+    command that ran and failed again."""
+    seen = len(first.get("input") or [])
+    return sum(1 for item in (last.get("input") or [])[seen:]
+               if isinstance(item, dict) and item.get("type") == "function_call_output"
+               and str(item.get("output", "")).startswith("status: failed"))
 
 
 def _found(needle: str, hay: str) -> bool:
@@ -619,6 +633,9 @@ def _score(result: StoryResult, story: Story, spec: SessionSpec, turn: Turn,
                                                       else list(a.get("text") or []))]
     later = added_text(model_requests[0], model_requests[1:], scripted)
     in_turn_missing = [t for t in expect["in_turn"] if not _found(t, later)]
+    failed_calls = _failed_calls(model_requests[0], model_requests[-1]) if expect["clean"] else 0
+    if failed_calls:
+        in_turn_missing.append(f"a turn without failed calls ({failed_calls} failed)")
     hit = not (missing or leaked or in_turn_missing)
     q = QuestionResult(story=story.name, category=turn.category or story.category,
                        session=spec.name, question=turn.user, hit=hit, missing=missing,
