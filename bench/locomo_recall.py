@@ -106,6 +106,10 @@ sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "src"))
 
 from mino_memory_graph.hybrid import HybridIndex, HybridParams  # noqa: E402
 
+# The benchmark-built graph has speaker facts, so its rows keep the entity boost that the
+# default (mino's own graph has no speaker facts: issue 16) no longer applies.
+BENCH_PARAMS = HybridParams(entity=0.5)
+
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"
 CATEGORIES = (1, 2, 3, 4)
 KS = (5, 10)
@@ -277,7 +281,7 @@ class Default:
     """hybrid-v1 fed turn by turn: one node per turn, parent = its session."""
 
     def __init__(self, turns, speakers, params: HybridParams | None = None):
-        self.index = HybridIndex(params, embed=_local_embed)
+        self.index = HybridIndex(params or BENCH_PARAMS, embed=_local_embed)
         for i, t in enumerate(turns):
             self.index.upsert(i, t.full, parent=-t.session, entity=t.speaker)
 
@@ -299,6 +303,8 @@ class StoreRetriever:
         # scorer None: the store's default (hybrid-v1), as the agent gets it
         self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False, use_cache=False,
                                 scorer=scorer, use_index=use_index)
+        # hybrid-v1 with the entity boost this graph's facts feed
+        self.params = BENCH_PARAMS if scorer is None else None
         self.row_of: dict[int, int] = {}
         by_session = collections.defaultdict(list)
         for i, t in enumerate(turns):
@@ -315,8 +321,19 @@ class StoreRetriever:
                     self.row_of[nid] = i
 
     def rank(self, q, k):
+        if self.params is not None:
+            use_params(self.store, self.params)
         found = self.store.search(q, k, kind="Aspect", refresh=False)
         return [self.row_of[h.node] for h in found.hits if h.node in self.row_of]
+
+
+def use_params(store, params) -> None:
+    """The scorer's weights on an open store, on both search paths (the index's search
+    object is made when the index opens, so this is applied before each query)."""
+    if store.index_search is not None:
+        store.index_search.params = params
+    elif hasattr(store.scorer, "index"):  # the in-memory HybridScorer
+        store.scorer.index.params = params
 
 
 RETRIEVERS = {
@@ -362,7 +379,7 @@ def evaluate(convs, make):
 
 def ablation(convs):
     """Full default, then each signal removed, then lexical alone."""
-    full = HybridParams()
+    full = BENCH_PARAMS
     rows = [("full default", full)]
     for name in ("neighbour", "cluster", "hashing", "entity", "temporal"):
         rows.append((f"- {name}", HybridParams(**{**full.__dict__, name: 0.0})))
@@ -473,15 +490,14 @@ class LoopGraph:
 
     def set_params(self, params) -> None:
         """Swap the scorer's weights on the open store (both search paths)."""
-        st = self.mem.store
-        if st.index_search is not None:
-            st.index_search.params = params
-        sc = st.scorer
-        if hasattr(sc, "index"):
-            sc.index.params = params
+        self.params = params
+        use_params(self.mem.store, params)
 
     def rank(self, q, k):
         from mino_memory_graph.recall_block import recall_candidates
+
+        if getattr(self, "params", None) is not None:
+            use_params(self.mem.store, self.params)
 
         hits = recall_candidates(self.mem, q, self.project, str(self.h.session.id), k=2 * k + 8)
         return [self.node_dia[nid] for nid, _ in hits if nid in self.node_dia][:k]
@@ -530,7 +546,7 @@ class StoredBM25:
         return [self.dia[i] for i in np.argsort(-s, kind="stable")[:k] if s[i] > 0]
 
 
-LOOP_VARIANTS = ("neighbour", "cluster", "hashing", "entity", "temporal")
+LOOP_VARIANTS = ("neighbour", "cluster", "hashing", "temporal")
 
 
 def through_loop(convs, ablate: bool = False, blocks: bool = True) -> dict:
@@ -544,6 +560,7 @@ def through_loop(convs, ablate: bool = False, blocks: bool = True) -> dict:
     if ablate:
         for name in LOOP_VARIANTS:
             variants[f"- {name}"] = HybridParams(**{**full.__dict__, name: 0.0})
+        variants["+ entity"] = BENCH_PARAMS  # the signal the default dropped: no effect here
         variants["lexical only"] = HybridParams(neighbour=0, cluster=0, hashing=0, entity=0,
                                                 temporal=0)
     rec = {name: {k: [] for k in KS} for name in [*variants, "bm25-stored"]}
@@ -680,6 +697,56 @@ def main(argv=None) -> int:
     return 0
 
 
+def memeval_ablation() -> dict:
+    """Mnemo's memeval corpus (``tests/memeval_corpus.py``) twice: as Mnemo builds it (four
+    domain roots, aspects PartOf them: four clusters) and as mino attaches the same nodes
+    (each aspect and the pain marker PartOf one project node, as ``memory_save`` and steer
+    do: no cluster at all). Hit@1, Hit@3 and MRR of the default with each signal off."""
+    import tempfile
+
+    sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "tests"))
+    from memeval_corpus import T, corpus_ops, evaluate as memeval
+    from mino_memory_graph import ops
+    from mino_memory_graph.store import Store
+
+    def mino_shaped():
+        out, roots = [], set()
+        for name, body in corpus_ops():
+            if name == "CreateNode" and body["kind"] == "Entity":
+                roots.add(body["id"])
+                if len(roots) > 1:
+                    continue
+                body = {**body, "label": "project dir:/work/app"}
+            if name == "Link" and body["kind"] == "PartOf" and body["dst"] in roots:
+                body = {**body, "dst": min(roots)}
+            out.append((name, body))
+        nxt = max(b["id"] for n, b in out if n == "Link") + 1
+        pain = max(b["id"] for n, b in out if n == "CreateNode" and b["label"].startswith("pain:"))
+        out.append(("Link", {"id": nxt, "src": pain, "dst": min(roots), "kind": "PartOf", "at": T + 120}))
+        return out
+
+    full = HybridParams()
+    variants = {"default": full, **{f"- {n}": HybridParams(**{**full.__dict__, n: 0.0})
+                                    for n in LOOP_VARIANTS}, "+ entity": BENCH_PARAMS}
+    res = {}
+    for shape, make in (("mnemo-built", corpus_ops), ("mino-attached", mino_shaped)):
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "journal.jsonl"
+            p.write_bytes(b"".join(ops.encode(*op) for op in make()))
+            st = Store.open(p, use_cache=False)
+            for name, params in variants.items():
+                def search(q, params=params):
+                    use_params(st, params)
+                    return [h.node for h in st.search(q, 5, kind="aspect").hits]
+                r = memeval(search, lambda i: st.graph.nodes[i].label)
+                top = st.search("rollback a bad helm release", 1, kind="aspect").hits
+                res[f"{shape} {name}"] = {"hits_at_1": r["hits_at_1"], "hits_at_3": r["hits_at_3"],
+                                          "mrr": round(r["mrr"], 4), "ranks": r["ranks"],
+                                          "top_score": round(top[0].score, 3) if top else 0.0}
+            st.close()
+    return res
+
+
 def _first(convs, a):
     n = 1 if a.quick else a.conversations
     return convs[:n] if n else convs
@@ -696,8 +763,9 @@ def _main_loop(a) -> int:
     old = {}
     for name in ("bm25", "default"):
         old[f"old {name}"] = evaluate(convs, RETRIEVERS[name])
+    mem = memeval_ablation() if a.ablate else None
     res = {"data": str(a.data), "conversations": len(convs),
-           "through_loop": loop_res, "benchmark_built": old,
+           "through_loop": loop_res, "benchmark_built": old, "memeval": mem,
            "loop_wall_s": round(loop_wall, 1), "loop_cpu_s": round(loop_cpu, 1)}
     if a.json:
         print(json.dumps(res, indent=1))
@@ -717,6 +785,13 @@ def _main_loop(a) -> int:
           f"{loop_cpu:.1f} s CPU")
     print("\nbenchmark-built graph (one Aspect per turn, speaker facts), same conversations")
     print(_table(old))
+    if mem:
+        print("\nmemeval corpus (22 cases), each signal off; top score = the score of the "
+              "best hit for an exact-topic query")
+        print(f"{'shape / variant':<30}{'Hit@1':>6}{'Hit@3':>6}{'MRR':>8}{'top':>7}  ranks")
+        for name, r in mem.items():
+            print(f"{name:<30}{r['hits_at_1']:>6}{r['hits_at_3']:>6}{r['mrr']:>8.4f}"
+                  f"{r['top_score']:>7.3f}  {','.join(map(str, r['ranks']))}")
     return 0
 
 

@@ -36,10 +36,13 @@ temporal
     text holds a relative time expression (yesterday, last week, ago ...) are
     multiplied by ``1 + temporal``.
 
-The sum of the additive signals is divided by ``1 + neighbour + cluster +
-hashing`` so that a node matching everything scores about 1, in the same
-range as Mnemo's cosine (area discount and usefulness bias keep their
-meaning).
+The sum of the additive signals is divided, per node, by the weights of the
+signals that can apply to it (``1 + hashing``, plus ``neighbour`` when it has a
+sibling and ``cluster`` when it is in a cluster), so that a node matching
+everything it can match scores about 1, in the same range as Mnemo's cosine
+(area discount, usefulness bias and the recall block's floor keep their
+meaning).  A fixed ``1 + neighbour + cluster + hashing`` held a node outside
+any cluster (a saved fact, a pain marker) near 0.5 however well it matched.
 
 Weights sit in the middle of a flat plateau measured on the whole LoCoMo
 development half (see ``bench/locomo_recall.py`` for the figures and the
@@ -758,10 +761,21 @@ class HybridIndex:
         return [i for i, toks in enumerate(self._entity_tokens)
                 if self._entity_refs[i] > 0 and all(t in words for t in toks)]
 
+    def denominators(self, params: HybridParams | None = None) -> np.ndarray:
+        """Per row, the weights of the signals that can apply to it: the lexical score and
+        the hashing cosine always, the neighbour share when the node has a sibling, the
+        cluster share when it is in a cluster. A node matching everything it can match
+        scores about 1 (a node in no cluster is not held to a signal it cannot have)."""
+        p = params or self.params
+        n = self._n
+        rows = np.arange(n)
+        sib = (self._prev[:n] != rows) | (self._next[:n] != rows)
+        return 1.0 + p.hashing + p.neighbour * sib + p.cluster * (self._cid[:n] >= 0)
+
     def combine(self, sig: Mapping[str, np.ndarray], params: HybridParams | None = None) -> np.ndarray:
         p = params or self.params
         s = sig["lexical"] + p.neighbour * sig["neighbour"] + p.cluster * sig["cluster"] + p.hashing * sig["hashing"]
-        s = s / (1.0 + p.neighbour + p.cluster + p.hashing)
+        s = s / self.denominators(p)[: len(s)]
         if p.entity:
             s = s * np.where(sig["entity"], 1.0 + p.entity, 1.0)
         if p.temporal:
@@ -782,7 +796,6 @@ class HybridIndex:
         out = np.zeros(n)
         if n == 0 or self._live == 0:
             return out
-        denom = 1.0 + p.neighbour + p.cluster + p.hashing
         if p.hashing and hashing is not None:
             m = min(n, len(hashing))
             out[:m] = np.where(self._alive[:m], hashing[:m], 0.0)
@@ -819,7 +832,7 @@ class HybridIndex:
                     padded = np.zeros(n_cl + 1)
                     padded[1:] = cs * (p.cluster / ctop)
                     out += padded[self._cid[:n] + 1]
-        out /= denom
+        out /= self.denominators(p)
         if p.entity:
             ent = self._query_entities(query)
             if len(ent) == 1:

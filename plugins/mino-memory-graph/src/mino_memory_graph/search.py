@@ -17,10 +17,12 @@ by node id), reading only the nodes that can score:
 4. **Hashing cosine** (hybrid-v1's 0.2 share, Mnemo's exact ``hashing-v1`` vectors) is
    computed for the candidates only, from their text.
 5. Entity and temporal boosts, area weight, vote bias, filters and expansion as the
-   engine applies them.
+   engine applies them. The sum is divided, per node, by the weights of the signals that
+   can apply to it (``HybridIndex.denominators``: a node outside any cluster is not held
+   to the neighbour and cluster shares), so a node matching everything scores about 1.
 
 What a node outside the candidates would have scored is the hashing share of a query
-that shares none of its words (a slot collision), at most 0.2 / 2.2 of a cosine: it
+that shares none of its words (a slot collision), at most 0.2 / 1.2 of a cosine: it
 is not computed. A query none of whose words is in the index has no hits.
 """
 from __future__ import annotations
@@ -203,7 +205,7 @@ class IndexSearch:
             return {}, rows
         self._qv = self.query_vector(expanded)
         self._qitems = list(self._qv.items())
-        denom = 1.0 + p.neighbour + p.cluster + p.hashing
+        sizes = self._cluster_sizes({r.parent for r in rows.values() if r.parent is not None})
         ent = None
         if p.entity:
             qwords = set(_words._WORD.findall(expanded.lower()))
@@ -217,8 +219,10 @@ class IndexSearch:
             v = f32(self.cosine(r.vec)) * p.hashing
             v += lex.get(i, 0.0)
             v += nb.get(i, 0.0) * p.neighbour
+            denom = 1.0 + p.hashing  # the signals that can apply to this node (hybrid.py)
             if r.parent is not None:
                 v += cl.get(r.parent, 0.0)
+                denom += p.cluster + (p.neighbour if sizes.get(r.parent, 0) > 1 else 0.0)
             v /= denom
             if ent is not None and r.entity == ent:
                 v *= 1.0 + p.entity
@@ -232,6 +236,15 @@ class IndexSearch:
                 v = f32(v + f32(net * f32(USEFULNESS_BIAS)))
             out[i] = v
         return out, rows
+
+    def _cluster_sizes(self, parents) -> dict[int, int]:
+        """Live members of each cluster parent (a member with a sibling has a neighbour)."""
+        out: dict[int, int] = {}
+        for part, qs in _chunks(parents):
+            out.update(self.index.db.execute(
+                f"SELECT parent, count(*) FROM nodes WHERE parent IN ({qs}) AND deleted=0 "
+                "GROUP BY parent", part))
+        return out
 
     # --- the engine's search ------------------------------------------------------------
 
