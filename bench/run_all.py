@@ -29,6 +29,8 @@ def plan(quick: bool) -> list[list[str]]:
         # issue 15's table: the in-memory design ("old") and journal.index, same run,
         # on the agent-like journal of agent_journal.py
         ["graph_store.py", *(["--quick"] if quick else [])],
+        # issue 16: scripted multi-session stories through the REPL (bench/stories)
+        ["agent_memory.py", *(["--quick"] if quick else [])],
     ]
     if LOCOMO.exists():
         runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--retriever", "all"])
