@@ -18,13 +18,13 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
 import pluggy
 
+from . import entry_points as _entry_points
 from . import hookspecs
 from .logs import get_logger
 from .tools import Tool
@@ -131,10 +131,12 @@ class Host:
                 module, f"plugin {name} implements {', '.join(unknown)}, which is not a mino hook "
                         f"(the hooks are in mino_core.hookspecs)")
 
-    def load_entry_points(self, entry_points: Iterable[metadata.EntryPoint] | None = None) -> None:
+    def load_entry_points(self, entry_points: Iterable[Any] | None = None) -> None:
+        """Load ``entry_points`` (``importlib.metadata.EntryPoint``-like; by default the
+        installed ``mino`` group, as ``entry_points.py`` reads it)."""
         allow, deny = _env_list("MINO_PLUGINS"), _env_list("MINO_DISABLE_PLUGINS") or set()
         if entry_points is None:
-            entry_points = metadata.entry_points(group=GROUP)
+            entry_points = _entry_points.entry_points(GROUP)
         for ep in sorted(entry_points, key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
             info = PluginInfo(ep.name, getattr(dist, "name", "") or "",
@@ -395,14 +397,11 @@ def _module_name(module: Any) -> str:
 
 
 def _core_version() -> str:
-    try:
-        return metadata.version("mino-core")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    return _entry_points.version("mino-core") or "0+unknown"
 
 
 def build_host(context: PluginContext, extra: dict[str, Any] | None = None,
-               entry_points: Iterable[metadata.EntryPoint] | None = None) -> Host:
+               entry_points: Iterable[Any] | None = None) -> Host:
     """A fresh host: the core's internal plugins, installed plugins, then ``extra`` ones.
 
     ``extra`` maps names to in-process plugin objects (tests register theirs this way).
