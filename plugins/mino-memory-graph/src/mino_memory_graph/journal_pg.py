@@ -1,0 +1,527 @@
+"""The shared journal: the operations in one PostgreSQL table, mirrored on each machine.
+
+One journal interface, two implementations: ``SharedJournal`` is a ``journal.Journal``
+over a local *mirror* (``<home>/graph/shared/<db>/journal.jsonl``, a plain file journal
+Mnemo reads) that it keeps equal to the table's lines in ``seq`` order. Everything above
+the journal (replay, the index and the derived cache, recall, the loop, the CLI) reads
+the mirror exactly as it reads a file journal; only locking and appending differ.
+
+- The table: ``seq bigserial``, ``line`` (the operation's exact JSON line, no newline),
+  who wrote it (``written_by_user``, ``written_by_host``, ``session``) and when, as
+  columns outside the line.
+- A write (``locked(True)`` ... ``append``): the mirror's flock (exclusive), then one
+  transaction that takes ``pg_advisory_xact_lock``, catches the mirror up from the last
+  ``seq`` it holds (so the store allocates ids from current counters, as under the flock
+  of a file journal), INSERTs the request's lines and commits; only then are the lines
+  appended to the mirror. Every writer holds the advisory lock until its commit is
+  visible, so committed rows always form a prefix in ``seq`` order and a reader that has
+  seen ``seq`` S has seen every row below it.
+- A read (``locked(False)``): one catch-up query, only when something may have changed:
+  the first read, a ``NOTIFY`` from another writer (the connection LISTENs; a readable
+  idle socket is the only check, no query), or a reconnect. Then the mirror's shared
+  flock, as for a file journal.
+- ``journal.seq`` beside the mirror records the last ``seq`` mirrored, the mirror's size
+  then, and the table's oid (a table dropped and made again is another journal: the
+  mirror starts over). A crash between the mirror's append and that record is found by
+  the size: the extra bytes are kept when they are the next rows' lines, else cut.
+- Server unreachable: reads go on from the mirror with a one-line notice (once per
+  process, a warning); a write raises ``SharedJournalError`` (an ``OSError``, which every
+  write path already reports in one line) and nothing is appended anywhere.
+"""
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import logging
+import os
+import select
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+from . import shared_url as _url
+from .journal import Journal, sibling
+
+log = logging.getLogger("mino.memory.graph")
+
+TABLE = "mino_journal"
+CHANNEL = "mino_journal"
+LOCK_KEY = int.from_bytes(hashlib.sha256(b"mino graph journal").digest()[:8], "big",
+                          signed=True)
+CONNECT_TIMEOUT = 5    # seconds, unless the URL sets connect_timeout
+RETRY_READS_AFTER = 15  # seconds between reconnect attempts of reads while offline
+BATCH = 10_000         # rows fetched at a time by a catch-up
+
+DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+    seq bigserial PRIMARY KEY,
+    line text NOT NULL,
+    written_by_user text NOT NULL,
+    written_by_host text NOT NULL,
+    session text NOT NULL DEFAULT '',
+    written_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+GRANTS = f"""GRANT SELECT, INSERT ON {TABLE} TO mino;
+GRANT USAGE ON SEQUENCE {TABLE}_seq_seq TO mino;"""
+
+
+_TOLD: set[str] = set()  # URLs whose outage this process has told of (once each)
+
+
+class SharedJournalError(OSError):
+    """The shared journal cannot do what was asked: one line for people, no password."""
+
+
+class SharedJournal(Journal):
+    """A ``Journal`` whose lines live in PostgreSQL (see the module docstring)."""
+
+    shared = True
+
+    def __init__(self, url: str, home: Path | str | None = None):
+        if home is None:
+            home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")
+        self.url = url
+        self.shown = _url.masked(url)
+        super().__init__(Path(home) / "graph" / "shared" / _url.identity(url) / "journal.jsonl")
+        self.state_path = sibling(self.path, ".seq")
+        self.conn: psycopg.Connection | None = None
+        self.table_oid: int | None = None
+        self.stale = True          # a catch-up query is due before the next read
+        self.offline = ""          # why the last connection attempt failed
+        self.notice_shown = False
+        self._retry_at = 0.0
+        self._in_write = False
+        self.queries = 0           # catch-up queries run (the benches and tests count them)
+        try:
+            self.user = getpass.getuser()
+        except (KeyError, OSError):  # no passwd entry (a container)
+            self.user = str(os.getuid())
+        self.host = socket.gethostname()
+        self.session = os.environ.get("MINO_SESSION_ID") or f"pid {os.getpid()}"
+
+    # --- the connection -----------------------------------------------------------
+
+    def _fail(self, what: str, e: Exception) -> SharedJournalError:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return SharedJournalError(_url.scrub(f"{what} ({self.shown}): {msg}", self.url))
+
+    def _connect(self) -> psycopg.Connection:
+        if self.conn is not None and not self.conn.closed and not self.conn.broken:
+            return self.conn
+        self._drop()
+        kw = {"application_name": "mino"}
+        if "connect_timeout" not in self.url:
+            kw["connect_timeout"] = CONNECT_TIMEOUT
+        try:
+            conn = psycopg.connect(self.url, autocommit=False, **kw)
+        except psycopg.Error as e:
+            self.offline = _url.scrub(str(e).strip().splitlines()[0] if str(e).strip()
+                                      else type(e).__name__, self.url)
+            raise self._fail("the shared memory journal is unreachable", e) from None
+        try:
+            self._ensure_table(conn)
+            conn.add_notify_handler(self._notified)
+            conn.execute(f"LISTEN {CHANNEL}")
+            conn.commit()
+        except SharedJournalError:
+            conn.close()
+            raise
+        except psycopg.Error as e:
+            conn.close()
+            raise self._fail("the shared memory journal is not usable", e) from None
+        self.conn = conn
+        self.stale = True  # what was written while we were away was not notified
+        if self.offline:
+            log.warning("shared memory journal %s reachable again", self.shown)
+        self.offline = ""
+        self.notice_shown = False
+        _TOLD.discard(self.url)
+        return conn
+
+    def _ensure_table(self, conn) -> None:
+        """The table's oid; the table is made when missing and this role may make it."""
+        oid = conn.execute("SELECT to_regclass(%s)::oid", (TABLE,)).fetchone()[0]
+        if oid is None:
+            try:
+                conn.execute(DDL)
+                conn.commit()
+            except psycopg.errors.InsufficientPrivilege:
+                conn.rollback()
+                raise SharedJournalError(
+                    f"the shared memory journal ({self.shown}) has no table {TABLE} and "
+                    f"this role may not create it; the database owner runs: "
+                    f"{' '.join(DDL.split())}; then {' '.join(GRANTS.split())}") from None
+            oid = conn.execute("SELECT to_regclass(%s)::oid", (TABLE,)).fetchone()[0]
+        conn.commit()
+        self.table_oid = int(oid)
+
+    def _notified(self, n) -> None:
+        if self.conn is None or n.pid != self.conn.info.backend_pid:
+            self.stale = True
+
+    def _drop(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - a dead connection may fail to close
+                pass
+        self.conn = None
+
+    def _poll(self) -> None:
+        """An idle connection with bytes waiting has a NOTIFY (or the server's goodbye):
+        either way the next read catches up. No query is sent."""
+        c = self.conn
+        if c is None or c.closed or c.broken:
+            self.stale = True
+            return
+        try:
+            ready, _, _ = select.select([c.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            ready = True
+        if ready:
+            self.stale = True
+
+    def close(self) -> None:
+        self._drop()
+        super().close()
+
+    # --- the local record of what the mirror holds --------------------------------
+
+    def _state(self) -> dict:
+        try:
+            st = json.loads(self.state_path.read_text())
+            if isinstance(st, dict) and isinstance(st.get("seq"), int):
+                return st
+        except (OSError, ValueError):
+            pass
+        return {"seq": 0, "bytes": 0, "table": None}
+
+    def _save_state(self, seq: int, nbytes: int) -> None:
+        tmp = self.state_path.with_suffix(".seq.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, json.dumps({"seq": seq, "bytes": nbytes, "table": self.table_oid,
+                                     "where": self.shown}).encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.state_path)
+
+    def last_seq(self) -> int:
+        return self._state()["seq"]
+
+    # --- catching the mirror up (caller holds the mirror's exclusive flock) -------
+
+    def _restart_mirror(self, why: str) -> None:
+        """An empty mirror in a new file (the store sees it replaced and reloads)."""
+        log.warning("shared memory journal %s: local copy started over (%s)", self.shown, why)
+        tmp = self.path.with_suffix(".jsonl.new")
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.replace(tmp, self.path)
+        os.close(self.fd)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        # ``ino`` stays the old file's until the store reopens: ``replaced`` tells it
+        self._save_state(0, 0)
+
+    def _sync(self, conn) -> int:
+        """Append to the mirror every row after the last ``seq`` it holds; returns how
+        many. Runs inside the caller's transaction (a write's, under the advisory lock)."""
+        if os.stat(self.path).st_ino != os.fstat(self.fd).st_ino:
+            # another process started the mirror over: read and append the new file
+            # (``ino`` stays, so the store still sees the journal replaced and reloads)
+            os.close(self.fd)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT
+                              | getattr(os, "O_CLOEXEC", 0), 0o600)
+        st = self._state()
+        if st.get("table") not in (None, self.table_oid):
+            self._restart_mirror("the table was made again")
+            st = self._state()
+        seq, nbytes = st["seq"], st["bytes"]
+        size = os.fstat(self.fd).st_size
+        if size < nbytes:
+            self._restart_mirror(f"it is shorter ({size} bytes) than recorded ({nbytes})")
+            seq, nbytes, size = 0, 0, 0
+        tail = self.read(nbytes, size) if size > nbytes else b""
+        # NOTIFYs already here are answered by the query below: drained unread. One read
+        # during the query may be for a commit after its snapshot: it sets ``stale`` again.
+        pgconn = conn.pgconn
+        pgconn.consume_input()
+        while pgconn.notifies() is not None:
+            pass
+        self.stale = False
+        self.queries += 1
+        added = 0
+        cur = conn.cursor()
+        # the table's oid rides in the same round trip (seq -1 sorts first): a table
+        # dropped and made again (an owner's purge) is another journal
+        cur.execute(f"SELECT -1, to_regclass('{TABLE}')::oid::text UNION ALL "
+                    f"SELECT seq, line FROM {TABLE} WHERE seq > %s ORDER BY 1", (seq,))
+        oid = cur.fetchone()[1]
+        if oid is not None and int(oid) != self.table_oid:
+            self.table_oid = int(oid)
+            if st.get("table") is not None:
+                self._restart_mirror("the table was made again")
+                return self._sync(conn)
+        while True:
+            rows = cur.fetchmany(BATCH)
+            if not rows:
+                break
+            payload = "".join(line + "\n" for _, line in rows).encode("utf-8")
+            if tail:  # a crash after an append, before its record: keep what matches
+                if tail.startswith(payload):
+                    tail = tail[len(payload):]
+                    nbytes += len(payload)
+                    seq = rows[-1][0]
+                    continue
+                if payload.startswith(tail) and tail.endswith(b"\n"):
+                    payload = payload[len(tail):]
+                    nbytes += len(tail)
+                else:  # not the rows' lines (a torn write): cut them off
+                    os.ftruncate(self.fd, nbytes)
+                tail = b""
+            self._write(payload)
+            nbytes += len(payload)
+            seq = rows[-1][0]
+            added += len(rows)
+        if tail:  # more bytes than the server has rows: cut them off
+            os.ftruncate(self.fd, nbytes)
+        if seq != st["seq"] or nbytes != st["bytes"] or st.get("table") != self.table_oid:
+            self._save_state(seq, nbytes)
+        return added
+
+    def _write(self, payload: bytes) -> None:
+        view = memoryview(payload)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+
+    def catch_up_now(self) -> int:
+        """Catch the mirror up from the server (takes the mirror's flock); returns rows."""
+        conn = self._connect()
+        with super().locked(exclusive=True):
+            try:
+                n = self._sync(conn)
+                conn.rollback()
+                return n
+            except psycopg.Error as e:
+                self._drop()
+                raise self._fail("reading the shared memory journal failed", e) from None
+
+    # --- the journal interface ----------------------------------------------------
+
+    @contextmanager
+    def locked(self, exclusive: bool):
+        if exclusive:
+            with self._write_lock():
+                yield
+            return
+        self._poll()
+        if self.stale and (self.conn is not None or time.monotonic() >= self._retry_at):
+            try:
+                self.catch_up_now()
+            except SharedJournalError as e:
+                self._retry_at = time.monotonic() + RETRY_READS_AFTER
+                self._tell_offline(e)
+        with super().locked(exclusive=False):
+            yield
+
+    @contextmanager
+    def _write_lock(self):
+        with super().locked(exclusive=True):
+            conn = self._connect()
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+                self._sync(conn)
+            except psycopg.Error as e:
+                self._drop()
+                raise self._fail("cannot write the shared memory journal", e) from None
+            self._in_write = True
+            try:
+                yield
+            finally:
+                self._in_write = False
+                if self.conn is not None and not self.conn.closed:
+                    try:
+                        self.conn.rollback()  # nothing appended: the lock goes
+                    except psycopg.Error:
+                        self._drop()
+
+    def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
+        """INSERT the request's lines and commit; only then append them to the mirror."""
+        if not self._in_write:
+            raise RuntimeError("append outside a write request of the shared journal")
+        lines = payload.decode("utf-8").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        conn = self.conn
+        try:
+            rows = conn.execute(
+                f"INSERT INTO {TABLE} (line, written_by_user, written_by_host, session) "
+                f"SELECT l, %s, %s, %s FROM unnest(%s::text[]) WITH ORDINALITY AS u(l, i) "
+                f"ORDER BY i RETURNING seq, line",
+                (self.user, self.host, self.session, lines)).fetchall()
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(max(r[0] for r in rows))))
+        except psycopg.Error as e:
+            self._drop()
+            raise self._fail("cannot write the shared memory journal; nothing was saved",
+                             e) from None
+        rows.sort()
+        if [r[1] for r in rows] != lines:  # never expected: the mirror must equal the table
+            conn.rollback()
+            raise SharedJournalError("the shared journal's rows came back out of order; "
+                                     "nothing was saved")
+        try:
+            conn.commit()
+        except psycopg.Error as e:
+            self._drop()
+            raise self._fail("the shared memory journal went away during the commit: the "
+                             "write may or may not be saved (the next read shows which)",
+                             e) from None
+        payload = "".join(r[1] + "\n" for r in rows).encode("utf-8")
+        self._write(payload)
+        if seen is not None:
+            seen(payload)
+        if fsync:
+            os.fsync(self.fd)
+        size = os.fstat(self.fd).st_size
+        self._save_state(rows[-1][0], size)
+        return size
+
+    def rewrite(self, chunks, keep_old=None) -> int:
+        """A purge or repair rewrites the journal: never through the role mino uses,
+        which may only read and add. Refused with what the owner does instead."""
+        raise SharedJournalError(
+            f"the shared memory journal ({self.shown}) is append-only for the role mino "
+            f"uses (SELECT and INSERT only); rewriting it needs the table's owner: "
+            f"`mino memory export FILE`, rewrite FILE with MNEMO_MEMORY_JOURNAL=FILE, then "
+            f"as the owner drop and re-create {TABLE} (see the README) and "
+            f"`mino memory push FILE`; every machine's copy then starts over")
+
+    def _tell_offline(self, e: SharedJournalError) -> None:
+        """One line, once per outage and process (however many stores it opens):
+        recall goes on from this machine's copy."""
+        if self.notice_shown or self.url in _TOLD:
+            return
+        self.notice_shown = True
+        _TOLD.add(self.url)
+        from mino_core import visible
+
+        line = (f"mino: {e}; recall uses this machine's copy (up to seq {self.last_seq()}); "
+                f"memory writes fail until the server is back")
+        # a warning of this logger reaches stderr as one plain line unless the process
+        # routes its logs elsewhere (as the plugin's other warnings do)
+        log.warning("%s", visible(line))
+
+    @property
+    def notice(self) -> str:
+        return f"shared memory journal unreachable: {self.offline}" if self.offline else ""
+
+
+def read_ops(source: Path) -> tuple[list[str], list[str]]:
+    """The operation lines of a file journal, exactly as written, and one line per line
+    left out (not UTF-8, not an operation). Blank lines are padding, left out silently."""
+    from .journal import parse_one
+
+    keep, left = [], []
+    offset = 0
+    with open(source, "rb") as f:
+        for raw in f:
+            at, offset = offset, offset + len(raw)
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            try:
+                line = body.decode("utf-8")
+            except UnicodeDecodeError:
+                left.append(f"byte {at}: not utf-8")
+                continue
+            if not line.strip():
+                continue
+            try:
+                parse_one(line)
+            except ValueError as e:
+                left.append(f"byte {at}: {e}")
+                continue
+            keep.append(line)
+    return keep, left
+
+
+def push(journal: SharedJournal, lines: list[str]) -> int:
+    """Copy ``lines`` into the shared journal, which must be empty (ids are kept as they
+    are, so two journals' ids are never mixed); then the local mirror catches up."""
+    conn = journal._connect()
+    with Journal.locked(journal, exclusive=True):
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})").fetchone()[0]:
+                conn.rollback()
+                raise SharedJournalError(
+                    f"the shared memory journal ({journal.shown}) already holds operations; "
+                    "push copies a file journal into an empty one only")
+            with conn.cursor().copy(f"COPY {TABLE} (line, written_by_user, written_by_host, "
+                                    "session) FROM STDIN") as cp:
+                for line in lines:
+                    cp.write_row((line, journal.user, journal.host, journal.session))
+            conn.execute("SELECT pg_notify(%s, 'push')", (CHANNEL,))
+            conn.commit()
+            journal._sync(conn)
+            conn.rollback()
+        except psycopg.Error as e:
+            journal._drop()
+            raise journal._fail("pushing to the shared memory journal failed; nothing was "
+                                "saved", e) from None
+    return len(lines)
+
+
+def export(journal: SharedJournal, dest: Path) -> int:
+    """Write every line of the shared journal, in ``seq`` order, to a new file journal
+    at ``dest`` (0600; never over an existing file). Returns the operations written."""
+    conn = journal._connect()
+    dest = Path(dest)
+    if dest.exists():
+        raise SharedJournalError(f"{dest} exists; export writes a new file only")
+    tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                 0o600)
+    n = 0
+    try:
+        try:
+            buf = []
+            with conn.cursor().copy(f"COPY (SELECT line FROM {TABLE} ORDER BY seq) "
+                                    "TO STDOUT") as cp:
+                for (line,) in cp.rows():
+                    buf.append(line)
+                    n += 1
+                    if len(buf) >= BATCH:
+                        _write_all(fd, ("\n".join(buf) + "\n").encode("utf-8"))
+                        buf = []
+            if buf:
+                _write_all(fd, ("\n".join(buf) + "\n").encode("utf-8"))
+            conn.rollback()
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, dest)  # fails, rather than replaces, when dest appeared meanwhile
+    except psycopg.Error as e:
+        journal._drop()
+        raise journal._fail("reading the shared memory journal failed", e) from None
+    except FileExistsError:
+        raise SharedJournalError(f"{dest} exists; export writes a new file only") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def open_shared(url: str, home=None) -> SharedJournal:
+    """The shared journal ``url`` names, mirrored under ``home`` (no connection yet)."""
+    return SharedJournal(url, home)

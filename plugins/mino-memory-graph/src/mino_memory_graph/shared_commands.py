@@ -1,0 +1,86 @@
+"""``mino memory push`` and ``mino memory export``: between a file journal and the
+shared (PostgreSQL) one. ``push`` copies a file journal into an empty shared journal, ids
+kept; ``export PATH`` writes the shared journal to a new file journal that Mnemo reads.
+Errors are one line (no password in them) and exit code 1."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from mino_core import visible
+
+
+def _shared(context):
+    from .shared_url import shared_url
+
+    url = shared_url(context.config)
+    if not url:
+        raise click.ClickException(
+            "no shared memory journal is configured: set memory.graph.journal to a "
+            "postgresql:// URL in config.yaml, or MINO_GRAPH_URL")
+    from .journal_pg import open_shared
+
+    return open_shared(url, context.home)
+
+
+def _file_journal(context) -> Path:
+    """The file journal this home would use without the shared one."""
+    env = os.environ.get("MNEMO_MEMORY_JOURNAL")
+    return Path(env).expanduser() if env else Path(context.home) / "graph" / "journal.jsonl"
+
+
+def _fail(e: Exception):
+    raise click.ClickException(visible(str(e).splitlines()[0] if str(e) else type(e).__name__))
+
+
+def register(group, context) -> None:
+    @group.command("push")
+    @click.argument("source", required=False,
+                    type=click.Path(dir_okay=False, path_type=Path))
+    @click.option("--yes", is_flag=True, help="Do not ask; copy at once.")
+    def push_cmd(source, yes):
+        """Copy a file journal (default: this home's) into the empty shared journal."""
+        from .journal_pg import SharedJournalError, push, read_ops
+
+        source = source or _file_journal(context)
+        try:
+            lines, left = read_ops(source)
+        except OSError as e:
+            raise click.ClickException(visible(f"cannot read {source}: {e.strerror or e}"))
+        for why in left[:10]:
+            click.echo(visible(f"left out {why}"), err=True)
+        if len(left) > 10:
+            click.echo(f"... and {len(left) - 10} more line(s) left out", err=True)
+        journal = _shared(context)
+        try:
+            if not yes and not click.confirm(
+                    visible(f"Copy {len(lines)} operation(s) from {source} into the shared "
+                            f"journal {journal.shown}?"), default=False):
+                click.echo("Nothing was copied.")
+                return
+            n = push(journal, lines)
+        except SharedJournalError as e:
+            _fail(e)
+        finally:
+            journal.close()
+        click.echo(visible(f"Copied {n} operation(s) into {journal.shown}"
+                           + (f"; {len(left)} line(s) left out" if left else "") + "."))
+
+    @group.command("export")
+    @click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
+    def export_cmd(dest):
+        """Write the shared journal to a new file journal (one Mnemo reads)."""
+        from .journal_pg import SharedJournalError, export
+
+        journal = _shared(context)
+        try:
+            n = export(journal, dest)
+        except SharedJournalError as e:
+            _fail(e)
+        except OSError as e:
+            _fail(OSError(f"cannot write {dest}: {e.strerror or e}"))
+        finally:
+            journal.close()
+        click.echo(visible(f"Wrote {n} operation(s) from {journal.shown} to {dest}."))

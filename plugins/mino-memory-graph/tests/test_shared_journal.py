@@ -1,0 +1,402 @@
+"""The shared journal in a real PostgreSQL (a throwaway cluster, ``pg_server.py``):
+several machines and processes, a server restart mid-writes, the append-only role,
+an unreachable server, push and export, no password printed."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mino_core.testing.harness import isolated_env
+from mino_memory_graph import ops
+from mino_memory_graph.cache import same_graph
+from mino_memory_graph.journal import Report, fold_range, parse_one
+from mino_memory_graph.model import Graph
+from mino_memory_graph.store import Store
+from pg_server import PgServer, Unavailable
+
+WRITER = str(Path(__file__).with_name("shared_writer_proc.py"))
+
+
+@pytest.fixture(scope="module")
+def pg():
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'mino-memory-graph[postgres]')")
+    server = PgServer()
+    try:
+        server.start()
+    except Unavailable as e:
+        server.close()
+        pytest.skip(f"PostgreSQL cannot start here: {e}")
+    yield server
+    server.close()
+
+
+def cfg(url):
+    return {"memory": {"graph": {"journal": url}}}
+
+
+def server_lines(pg, db):
+    with pg.admin(db["db"]) as c:
+        return [r[0] for r in c.execute("SELECT line FROM mino_journal ORDER BY seq")]
+
+
+def replay(path: Path) -> Graph:
+    g = Graph()
+    data = path.read_bytes()
+    fold_range(lambda a, b: data[a:b], 0, len(data), g, Report(), [])
+    return g
+
+
+def spawn(url, home, tag, count, ack, pause=0.0):
+    return subprocess.Popen([sys.executable, WRITER, url, str(home), tag, str(count),
+                             str(ack), str(pause)], stdout=subprocess.PIPE, text=True)
+
+
+def mino(home, *args, env=None):
+    e = isolated_env(home)
+    e.update(env or {})
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "mino"), *args],
+                          capture_output=True, text=True, timeout=120, cwd=home, env=e,
+                          stdin=subprocess.DEVNULL)
+
+
+# --- two machines, four processes each ----------------------------------------------
+
+def test_two_homes_four_processes_each_share_one_journal(pg, tmp_path):
+    db = pg.new_database()
+    homes = [tmp_path / "laptop", tmp_path / "devbox"]
+    procs = [spawn(db["mino_url"], homes[m], f"m{m}p{p}", 250, tmp_path / f"ack{m}{p}")
+             for m in range(2) for p in range(4)]
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0 and "failed 0" in out
+    lines = server_lines(pg, db)
+    assert len(lines) == 2000 and len(set(lines)) == 2000  # every operation once
+    nodes, facts = [], []
+    for line in lines:
+        name, body = parse_one(line)
+        if name == "CreateNode":
+            nodes.append(body["id"])
+        elif name == "AddFact":
+            facts.append(body["fact_id"])
+        elif name == "SupersedeFact":
+            facts.append(body["new_fact_id"])
+    assert len(nodes) == len(set(nodes)) == 8 * 50  # no id shared
+    assert len(facts) == len(set(facts)) == 2000 - 400
+    for p in range(8):  # each process's operations in its own order
+        tag = f"m{p // 4}p{p % 4}"
+        mine = [ln for ln in lines if f'"{tag} ' in ln]
+        assert len(mine) == 250
+    # each machine catches up, and both replays equal the table's, op for op
+    expected = ("\n".join(lines) + "\n").encode()
+    graphs = []
+    for home in homes:
+        s = Store.open(home=home, config=cfg(db["mino_url"]))
+        s.refresh()
+        assert s.journal.path.read_bytes() == expected
+        graphs.append(replay(s.journal.path))
+        assert s.stats()["nodes"] == 400
+        s.close()
+    assert same_graph(graphs[0], graphs[1])
+
+
+# --- the server restarted in the middle of writes ------------------------------------
+
+def test_server_restart_mid_writes_loses_nothing_acknowledged(pg, tmp_path):
+    db = pg.new_database()
+    home = tmp_path / "home"
+    acks = [tmp_path / f"ack{i}" for i in range(2)]
+    procs = [spawn(db["mino_url"], home, f"w{i}", 150, acks[i], pause=0.01) for i in range(2)]
+    while sum(a.exists() and len(a.read_text().splitlines()) for a in acks) < 40:
+        time.sleep(0.05)
+    pg.stop("immediate")
+    try:
+        # a write during the outage fails cleanly; nothing else changes, recall goes on
+        s = Store.open(home=home, config=cfg(db["mino_url"]))
+        before = s.journal.path.read_bytes()
+        with pytest.raises(OSError) as err:
+            with s.write() as r:
+                r.create_node("Aspect", "written while the server is down")
+        assert "unreachable" in str(err.value) and db["mino_password"] not in str(err.value)
+        assert s.journal.path.read_bytes() == before
+        assert s.search_json("w0 node")["results"]
+        time.sleep(0.5)
+    finally:
+        pg._start()
+    refused = 0
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0
+        refused += int(out.split()[-1])
+    assert refused > 0  # the writers did write into the outage
+    lines = server_lines(pg, db)
+    assert len(lines) == len(set(lines))  # nothing twice
+    acked = [ln.split() for a in acks for ln in a.read_text().splitlines()]
+    for tag, i in acked:  # everything acknowledged is there
+        i = int(i)
+        # a node, or a fact (after a refused write the next request makes a node)
+        want = (f'"label":"{tag} node {i}"', f'value":"{tag} value {i}"')
+        assert sum(w in ln for ln in lines for w in want) == 1, (tag, i)
+    assert "written while the server is down" not in "".join(lines)
+    s.refresh()
+    assert s.journal.path.read_bytes() == ("\n".join(lines) + "\n").encode()
+    s.close()
+
+
+# --- append-only by the database ----------------------------------------------------
+
+def test_the_mino_role_cannot_update_delete_or_truncate(pg, tmp_path):
+    import psycopg
+
+    db = pg.new_database()
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with s.write() as r:
+        r.create_node("Aspect", "deploy port")
+    s.close()
+    with psycopg.connect(db["mino_url"], autocommit=True) as c:
+        for sql in ("UPDATE mino_journal SET line = 'x'", "DELETE FROM mino_journal",
+                    "TRUNCATE mino_journal", "DROP TABLE mino_journal"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute(sql)
+    assert len(server_lines(pg, db)) == 1
+
+
+def test_a_rewrite_of_the_shared_journal_says_an_owner_is_needed(pg, tmp_path):
+    db = pg.new_database()
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with s.write() as r:
+        r.create_node("Aspect", "deploy port")
+    with s._locked(True):
+        with pytest.raises(OSError, match="needs the table's owner"):
+            s.journal.rewrite([b""])
+    s.close()
+    assert len(server_lines(pg, db)) == 1
+
+
+def test_missing_table_and_no_right_to_make_it_says_what_the_owner_runs(pg, tmp_path):
+    db = pg.new_database(make_table=False)
+    with pytest.raises(OSError) as err:
+        Store.open(home=tmp_path / "h", config=cfg(db["mino_url"])).write().__enter__()
+    msg = str(err.value)
+    assert "CREATE TABLE" in msg and "GRANT SELECT, INSERT" in msg
+    assert db["mino_password"] not in msg and "***" in msg
+    # the owner's role makes it on first use
+    s = Store.open(home=tmp_path / "o", config=cfg(db["owner_url"]))
+    with s.write() as r:
+        r.create_node("Aspect", "made by the owner")
+    s.close()
+    assert len(server_lines(pg, db)) == 1
+
+
+# --- reads: one query when others wrote, none otherwise -------------------------------
+
+def test_reads_query_only_after_a_notify_and_see_the_other_machine(pg, tmp_path):
+    db = pg.new_database()
+    a = Store.open(home=tmp_path / "a", config=cfg(db["mino_url"]))
+    b = Store.open(home=tmp_path / "b", config=cfg(db["mino_url"]))
+    with a.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "8081")
+    while b.journal.last_seq() < 2:  # the NOTIFY may come a moment after the commit
+        b.refresh()
+    time.sleep(0.3)
+    b.refresh()
+    q = b.journal.queries
+    for _ in range(5):
+        b.search_json("deploy port")
+    assert b.journal.queries == q  # nothing new, nothing asked
+    with a.write() as r:
+        r.fact(n, "port", "9090")
+    deadline = time.time() + 5
+    while "9090" not in b.state(n) and time.time() < deadline:
+        time.sleep(0.05)
+    assert "9090" in b.state(n) and b.journal.queries == q + 1
+    a.close()
+    b.close()
+
+
+def test_mirror_tail_left_by_a_crash_is_kept_or_cut(pg, tmp_path):
+    db = pg.new_database()
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with s.write() as r:
+        r.create_node("Aspect", "one")
+    with s.write() as r:
+        r.create_node("Aspect", "two")
+    path, seq = s.journal.path, s.journal.state_path
+    s.close()
+    lines = server_lines(pg, db)
+    # a crash after the mirror's append, before its record: the record says one line
+    st = json.loads(seq.read_text())
+    seq.write_text(json.dumps(dict(st, seq=1, bytes=len(lines[0]) + 1)))
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    assert path.read_bytes() == ("\n".join(lines) + "\n").encode()
+    s.close()
+    # a torn tail that is no row: cut, then the rows follow
+    seq.write_text(json.dumps(dict(st, seq=1, bytes=len(lines[0]) + 1)))
+    with open(path, "r+b") as f:
+        f.truncate(len(lines[0]) + 1)
+        f.seek(0, 2)
+        f.write(b'{"CreateNode":{"id":2,"ki')
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    assert path.read_bytes() == ("\n".join(lines) + "\n").encode()
+    assert s.check()["ok"]
+    s.close()
+
+
+def test_a_table_made_again_starts_the_mirror_over(pg, tmp_path):
+    import psycopg
+
+    db = pg.new_database()
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with s.write() as r:
+        r.create_node("Aspect", "old journal")
+    s.close()
+    from mino_memory_graph.journal_pg import DDL
+
+    with psycopg.connect(db["owner_url"], autocommit=True) as c:
+        c.execute("DROP TABLE mino_journal")
+        c.execute(DDL)
+        c.execute(f"GRANT SELECT, INSERT ON mino_journal TO {db['mino']}")
+        c.execute(f"GRANT USAGE ON SEQUENCE mino_journal_seq_seq TO {db['mino']}")
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with s.write() as r:
+        r.create_node("Aspect", "new journal")
+    assert s.journal.path.read_bytes() == ("\n".join(server_lines(pg, db)) + "\n").encode()
+    assert [h["label"] for h in s.search_json("journal")["results"]] == ["new journal"]
+    s.close()
+
+
+# --- the server unreachable ---------------------------------------------------------
+
+def test_unreachable_server_recall_goes_on_writes_fail_cleanly(pg, tmp_path):
+    db = pg.new_database()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        f"memory:\n  backend: graph\n  graph:\n    journal: {db['mino_url']}\n")
+    os.chmod(home / "config.yaml", 0o600)
+    s = Store.open(home=home, config=cfg(db["mino_url"]))
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "8081")
+    s.close()
+    pg.stop("immediate")
+    try:
+        found = mino(home, "memory", "search", "deploy port", "--json")
+        assert found.returncode == 0, found.stderr
+        assert [h["node"] for h in json.loads(found.stdout)["results"]] == [n]
+        notice = [ln for ln in found.stderr.splitlines() if "unreachable" in ln]
+        assert len(notice) == 1 and "this machine's copy" in notice[0]
+        forget = mino(home, "memory", "forget", str(n))
+        assert forget.returncode == 1
+        assert "unreachable" in forget.stderr and "Traceback" not in forget.stderr
+        for out in (found, forget):
+            assert db["mino_password"] not in out.stdout + out.stderr
+        # the loop's own reads: a store opened offline recalls; a write raises OSError
+        s = Store.open(home=home, config=cfg(db["mino_url"]))
+        assert "8081" in s.recall_brief("deploy port")["block"]
+        mirror = s.journal.path.read_bytes()
+        with pytest.raises(OSError):
+            with s.write() as r:
+                r.fact(n, "port", "9999")
+        assert s.journal.path.read_bytes() == mirror and "9999" not in s.state(n)
+    finally:
+        pg._start()
+    with s.write() as r:  # back: the same store writes again
+        r.fact(n, "port", "9090")
+    assert "9090" in s.state(n)
+    s.close()
+    assert mino(home, "memory", "show", str(n)).stdout.count("9090") == 1
+
+
+def test_a_wrong_password_is_one_line_and_never_printed(pg, tmp_path):
+    db = pg.new_database()
+    home = tmp_path / "home"
+    home.mkdir()
+    bad = db["mino_url"].replace(db["mino_password"], "Wr0ng-Secret-pw")
+    out = mino(home, "memory", "export", str(tmp_path / "x.jsonl"), env={"MINO_GRAPH_URL": bad})
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "password authentication failed" in out.stderr and "***" in out.stderr
+    search = mino(home, "memory", "search", "deploy", env={"MINO_GRAPH_URL": bad})
+    assert search.returncode == 0 and "password authentication failed" in search.stderr
+    for o in (out, search):
+        assert "Wr0ng-Secret-pw" not in o.stdout + o.stderr
+
+
+# --- push and export ----------------------------------------------------------------
+
+def test_push_a_file_journal_then_export_it_byte_for_byte(pg, tmp_path):
+    db = pg.new_database()
+    home = tmp_path / "home"
+    f = Store.open(home=home)  # this home's file journal
+    with f.write() as r:
+        n = r.create_node("Aspect", "deploy 404")
+        r.fact(n, "fix", "the base path lost its trailing slash")
+        m = r.create_node("Aspect", "tests run with pnpm")
+        r.link(m, n, "SuppliesContext")
+    f.close()
+    source = home / "graph" / "journal.jsonl"
+    with open(source, "ab") as fh:
+        fh.write(b"not an operation\n\n")
+    env = {"MINO_GRAPH_URL": db["mino_url"]}
+    pushed = mino(home, "memory", "push", "--yes", env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "Copied 4 operation(s)" in pushed.stdout and "left out byte" in pushed.stderr
+    assert db["mino_password"] not in pushed.stdout + pushed.stderr
+    again = mino(home, "memory", "push", "--yes", env=env)
+    assert again.returncode == 1 and "empty one only" in again.stderr
+    good = [ln for ln in source.read_bytes().splitlines(keepends=True)
+            if ln.startswith(b"{")]
+    assert [ln.encode() + b"\n" for ln in server_lines(pg, db)] == good  # ids kept
+    out = tmp_path / "exported.jsonl"
+    exported = mino(home, "memory", "export", str(out), env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert out.read_bytes() == b"".join(good) and (out.stat().st_mode & 0o777) == 0o600
+    for line in out.read_text().splitlines():  # Mnemo's format, line for line
+        parse_one(line)
+    assert same_graph(replay(out), replay(source))
+    assert mino(home, "memory", "export", str(out), env=env).returncode == 1  # no overwrite
+    # another machine reads the pushed memory
+    other = tmp_path / "other"
+    other.mkdir()
+    found = mino(other, "memory", "search", "deploy 404", "--json", env=env)
+    assert json.loads(found.stdout)["results"][0]["label"] == "deploy 404"
+
+
+def test_a_file_journal_never_imports_psycopg(tmp_path):
+    code = ("import sys; from mino_memory_graph.store import Store; "
+            f"s = Store.open(home={str(tmp_path)!r}); "
+            "w = s.write().__enter__(); w.create_node('Aspect', 'x'); "
+            "print('psycopg' in sys.modules)")
+    env = dict(os.environ)
+    env.pop("MINO_GRAPH_URL", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_shared_url_masking_and_choice(monkeypatch):
+    from mino_memory_graph import shared_url as u
+
+    url = "postgresql://mino:s3cr%40t@db.example:5433/team?sslmode=require"
+    assert u.masked(url) == "postgresql://mino:***@db.example:5433/team?sslmode=require"
+    assert "s3cr" not in u.scrub(f"failed for {url} with s3cr@t", url)
+    assert u.masked("postgresql:///team?password=abc&sslmode=verify-full") == \
+        "postgresql:///team?password=***&sslmode=verify-full"
+    monkeypatch.delenv("MINO_GRAPH_URL", raising=False)
+    monkeypatch.delenv("MNEMO_MEMORY_JOURNAL", raising=False)
+    assert u.shared_url(cfg(url)) == url
+    assert u.shared_url(cfg("/tmp/j.jsonl")) is None
+    monkeypatch.setenv("MINO_GRAPH_URL", "postgres://x@h/db")
+    assert u.shared_url(cfg("/tmp/j.jsonl")) == "postgres://x@h/db"
+    # the mirror's folder names the database, never the user or password
+    assert u.identity(url) == u.identity(url.replace("mino:s3cr%40t", "ann"))
+    assert u.identity(url) != u.identity(url.replace("team", "other"))
+    assert u.identity(url).startswith("team-")
