@@ -128,16 +128,16 @@ def load_story(path: Path) -> Story:
     """A story from its YAML file; StoryError (one line) when it is not a valid story."""
     from mino_core import load_yaml
 
+    name = path.stem
     try:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise StoryError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+        raise StoryError(f"{name}: cannot read: {exc.strerror or exc}") from None
     except Exception as exc:  # noqa: BLE001 - yaml's errors: one line, not a traceback
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoryError(f"{path.name}: not valid YAML: {first}") from None
+        raise StoryError(f"{name}: not valid YAML: {first}") from None
     if not isinstance(data, dict):
-        raise StoryError(f"{path.name}: a story is a mapping (title, category, sessions)")
-    name = path.stem
+        raise StoryError(f"{name}: a story is a mapping (title, category, sessions)")
     projects = data.get("projects") or {"main": {}}
     if not isinstance(projects, dict) or not all(isinstance(v, (dict, type(None)))
                                                  for v in projects.values()):

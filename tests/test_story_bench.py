@@ -1,0 +1,139 @@
+"""bench/agent_memory.py: stories parsed, driven through the real REPL against the scripted
+server, and scored; a missing memory, a forbidden one and a guard note that never came are
+misses; a broken story is refused in one line; the wording lint catches a copied question."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mino_memory_graph")
+pytest.importorskip("mino_tools_fs")
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("agent_memory_bench", BENCH / "agent_memory.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+TEACH_AND_ASK = """
+title: a preference saved, then asked for in other words
+category: preference
+sessions:
+  - turns:
+      - user: From now on write every SQL keyword in capitals.
+        model:
+          - calls: [{name: memory_save, arguments: {where: user, key: sql style, value: "upper-case keywords"}}]
+          - text: Noted.
+  - turns:
+      - user: Draft the query that lists yesterday's orders.
+        expect:
+          recall: ["upper-case keywords"]
+      - user: And one counting refunds by month.
+        expect:
+          recall: ["upper-case keywords", "tabs in makefiles"]
+          absent: ["never taught"]
+      - user: One more for the top customers please.
+        expect:
+          absent: ["upper-case keywords"]
+"""
+
+FAILING_COMMAND = """
+title: a command that fails for real; the guard's note is expected within the turn
+category: guard
+projects:
+  main:
+    files:
+      scripts/go.sh: |
+        #!/bin/sh
+        echo "go.sh: broken on purpose" >&2
+        exit 3
+sessions:
+  - turns:
+      - user: Run the go script for me.
+        model:
+          - calls: [{name: Bash, arguments: {command: "sh scripts/go.sh"}}]
+          - text: It failed.
+        expect:
+          in_turn: ["a note nobody writes"]
+          clean: true
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_taught_memory_is_a_hit_and_missing_or_forbidden_text_is_a_miss(bench, tmp_path):
+    story = bench.load_story(write(tmp_path / "s", "teach.yaml", TEACH_AND_ASK))
+    assert [s.name for s in story.sessions] == ["s1", "s2"] and len(story.questions()) == 3
+    result = bench.run_story(story, tmp_path)
+    assert result.errors == []
+    first, second, third = result.questions
+    assert first.hit and "upper-case keywords" in first.block and first.block_tokens > 0
+    assert not second.hit and second.missing == ["tabs in makefiles"] and second.leaked == []
+    assert not third.hit and third.leaked == ["upper-case keywords"]
+    s = bench.summary([result])
+    assert (s["questions"], s["hits"]) == (3, 1)
+    assert s["categories"] == {"preference": {"questions": 3, "hits": 1}}
+    assert len(s["misses"]) == 2 and s["turns"] == 4
+
+
+def test_a_failed_call_and_an_absent_guard_note_are_misses(bench, tmp_path):
+    story = bench.load_story(write(tmp_path / "s", "fail.yaml", FAILING_COMMAND))
+    result = bench.run_story(story, tmp_path)
+    assert result.errors == []
+    (q,) = result.questions
+    assert not q.hit
+    assert q.in_turn_missing[0] == "a note nobody writes"
+    assert "1 failed" in q.in_turn_missing[1]
+
+
+def test_unused_answers_are_a_story_error_and_bad_files_are_refused(bench, tmp_path, capsys):
+    folder = tmp_path / "stories"
+    write(folder, "extra.yaml", TEACH_AND_ASK.replace(
+        "          - text: Noted.\n", "          - text: Noted.\n          - text: never asked for\n", 1))
+    write(folder, "broken.yaml", "title: [unclosed\n")
+    write(folder, "empty.yaml", "title: nothing measured\nsessions:\n  - turns: [hello there]\n")
+    stories, refused = bench.load_stories(folder)
+    assert [s.name for s in stories] == ["extra"]
+    assert any(r.startswith("broken: not valid YAML") for r in refused)
+    assert any("empty: no turn has an expect" in r for r in refused)
+    result = bench.run_story(stories[0], tmp_path)
+    assert any("1 scripted answer(s) not asked for" in e for e in result.errors)
+    assert bench.main(["--stories", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "hit rate of the recall block" in out and "stories refused:" in out
+    assert bench.main(["--stories", str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_lint_flags_a_copied_question_not_a_paraphrase(bench, tmp_path):
+    copied = TEACH_AND_ASK.replace("Draft the query that lists yesterday's orders.",
+                                   "Write every SQL keyword in capitals?")
+    problems = bench.lint(bench.load_story(write(tmp_path, "copied.yaml", copied)))
+    assert len(problems) == 1 and "shares" in problems[0] and "capitals" in problems[0]
+    answer_inside = TEACH_AND_ASK.replace("Draft the query that lists yesterday's orders.",
+                                          "Should it be upper-case keywords?")
+    problems = bench.lint(bench.load_story(write(tmp_path, "inside.yaml", answer_inside)))
+    assert any("contains its answer" in p for p in problems)
+    assert bench.lint(bench.load_story(write(tmp_path, "ok.yaml", TEACH_AND_ASK))) == []
+
+
+def test_the_bundled_stories_load_and_keep_the_wording_rule(bench):
+    stories, refused = bench.load_stories(BENCH / "stories")
+    assert refused == []
+    assert len(stories) >= 30
+    assert [p for s in stories for p in bench.lint(s)] == []
+    categories = {s.category for s in stories}
+    assert {"failure-fix", "preference", "correction", "path-command", "multi-project",
+            "distractors", "side-session", "guard"} <= categories
