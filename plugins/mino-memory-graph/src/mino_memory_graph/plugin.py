@@ -34,6 +34,14 @@ def front_input(turn):
 
 
 @hookimpl
+def before_tool(call, tool, turn):
+    """The pre-run guard: a command that failed before with a known fix is held once."""
+    from .guard import guard
+
+    return guard(call, tool, turn)
+
+
+@hookimpl
 def tool_outcome(outcome, turn):
     from . import loop
 
@@ -45,6 +53,14 @@ def after_turn(turn):
     from . import loop
 
     loop.end(turn)
+
+
+@hookimpl
+def session_end(session):
+    """Past the threshold of new episodes, fold recurring themes into lessons."""
+    from .consolidate import at_session_end
+
+    at_session_end(session)
 
 
 @hookimpl
@@ -64,6 +80,7 @@ def config_schema(context):
         "index": {"type": ["boolean", "string"], "enum": [True, False, "on", "off", "true", "false",
                                                           "yes", "no", "0", "1"], "default": "on"},
         "reflect": {"enum": ["auto", False, "off", "no", True, "on"], "default": "auto"},
+        "guard": {"enum": ["on", "off", True, False], "default": "on"},
         "episodes": {"enum": [True, False, "on", "off", "yes", "no"], "default": "on"},
         "embedder": {"type": "object", "additionalProperties": False, "properties": {
             "kind": {"enum": ["openai"]}, "model": {"type": "string"},

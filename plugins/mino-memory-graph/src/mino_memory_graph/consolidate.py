@@ -1,0 +1,273 @@
+"""Consolidation (Mnemo's ``consolidate.rs``): recurring themes of episodes and pitfalls
+folded into ``lesson:`` nodes, by Mnemo's rule and thresholds.
+
+``plan`` is a pure, deterministic, idempotent planner: it reads the graph and returns
+journal ops plus a description of each lesson; a second run right after the first plans
+nothing. The rule:
+
+1. Sources: live Episodic and Salience nodes, by id (a session's own node, a container,
+   is not one).
+2. A source's theme tokens: Mnemo's tokens (ASCII letters and digits, lowercased) of its
+   label and its current facts' values (less ``BOOKKEEPING`` ones: ids, dates, counts),
+   longer than 2 characters, not a stopword.
+3. A token recurs when at least ``min_sources`` sources hold it (2, or
+   ``MNEMO_MIN_OCCURRENCES``).
+4. For each recurring token, in order: its group is every source holding it; the group's
+   signature is what all its members share, recurring tokens only, the first 4 in order;
+   fewer than 2 shared tokens is no lesson; of groups with one signature the first wins.
+5. Per group: ``lesson: <signature>`` with fact ``sources`` = ``#id #id ...``. A live
+   Semantic node of that label with those sources: nothing. With other sources: the
+   ``sources`` fact is superseded. Else a new Aspect, moved to Semantic, with facts
+   ``recurring_theme`` (``seen in N episodes: ...``) and ``sources``.
+
+Nothing is erased: lessons are new nodes and superseded facts; the journal only grows.
+It runs on ``mino memory consolidate`` and when a session ends after at least
+``CONSOLIDATE_THRESHOLD`` (3, or ``MNEMO_CONSOLIDATE_THRESHOLD``) new episodes appeared
+since it began (other processes' episodes on the shared journal count, as in Mnemo).
+"""
+from __future__ import annotations
+
+import os
+
+import click
+
+from .embed import tokenize
+from .memories import NAME, memory_for
+
+CONSOLIDATE_THRESHOLD = 3
+DEFAULT_MIN_SOURCES = 2
+MAX_SIGNATURE_TOKENS = 4
+MIN_SHARED_TOKENS = 2
+SOURCE_AREAS = ("Episodic", "Salience")
+LESSON_PREFIX = "lesson: "
+# Mnemo's list: words that recur everywhere and carry no theme.
+STOPWORDS = frozenset("""
+the and for with that this from was were has had not but you our its it is are when what
+why how all any out into onto after before again pain failure failed error agent node task
+""".split())
+
+# The permission decision for the lessons memory writes on its own at a session's end:
+# ``deny: ['memory_*']`` (or ``memory_consolidate``) stops it.
+CONSOLIDATE = "memory_consolidate"
+
+
+def _positive(raw: str | None, default: int) -> int:
+    """A positive integer from the environment; anything else keeps ``default`` (Mnemo:
+    a mistyped override still consolidates)."""
+    try:
+        n = int((raw or "").strip())
+    except ValueError:
+        return default
+    return n if n > 0 else default
+
+
+def min_sources() -> int:
+    return _positive(os.environ.get("MNEMO_MIN_OCCURRENCES"), DEFAULT_MIN_SOURCES)
+
+
+def threshold() -> int:
+    return _positive(os.environ.get("MNEMO_CONSOLIDATE_THRESHOLD"), CONSOLIDATE_THRESHOLD)
+
+
+# Values that say where or when, never what happened: an id, a date, a count, the agent and
+# model. Mnemo reads every value; on mino's data these are shared by every episode of a
+# session (``session``) or every pitfall (``source``: "observed: tool failure") and made
+# lessons such as "lesson: bash observed tool" out of any two failures.
+BOOKKEEPING = frozenset(("session", "turn", "started", "source", "signature", "occurrences",
+                         "agent", "model", "learned from"))
+
+
+def theme_tokens(node) -> frozenset[str]:
+    text = " ".join([node.label] + [f.value for f in node.facts
+                                    if f.active and f.key not in BOOKKEEPING])
+    return frozenset(t for t in (b.decode("ascii") for b in tokenize(text))
+                     if len(t) > 2 and t not in STOPWORDS)
+
+
+def _source_ids(graph) -> list[int]:
+    """Live Episodic and Salience node ids, ascending (the index answers for a partial
+    graph, which never lists its nodes)."""
+    if getattr(graph, "partial", False):
+        rows = graph.index.db.execute(
+            "SELECT id FROM nodes WHERE deleted=0 AND area IN (?, ?) ORDER BY id", SOURCE_AREAS)
+        ids = [r[0] for r in rows]
+    else:
+        ids = sorted(nid for nid, n in graph.nodes.items()
+                     if not n.deleted and n.area in SOURCE_AREAS)
+    # A session's node is the container of its episodes (its label and facts are an id and
+    # a date): not a source of its own.
+    container = _session_prefix() or "\0"
+    return [nid for nid in ids if (n := graph.nodes.get(nid)) is not None
+            and not n.deleted and n.area in SOURCE_AREAS
+            and not (n.kind == "TaskEpisode" and n.label.startswith(container))]
+
+
+def _lesson_node(graph, label: str) -> int | None:
+    """The live Semantic node labelled ``label`` (lowest id), if any."""
+    from .partial import find_label
+
+    for nid in find_label(graph, label):
+        n = graph.nodes.get(nid)
+        if n is not None and not n.deleted and n.area == "Semantic":
+            return nid
+    return None
+
+
+def plan(graph, at: int = 0, min_sources_: int | None = None):
+    """``(ops, lessons)``: the ops of one consolidation pass, and per lesson ``{label,
+    occurrences, sources, node, change}`` (``change``: new, updated or unchanged). Ids are
+    allocated from the graph's counters: apply the ops in order in one request."""
+    need = min_sources_ if min_sources_ is not None else min_sources()
+    tokens = {nid: theme_tokens(graph.nodes[nid]) for nid in _source_ids(graph)}
+    df: dict[str, int] = {}
+    for toks in tokens.values():
+        for t in toks:
+            df[t] = df.get(t, 0) + 1
+    recurring = {t for t, n in df.items() if n >= need}
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for token in sorted(recurring):
+        members = [nid for nid, toks in tokens.items() if token in toks]
+        if len(members) < need:
+            continue
+        shared = frozenset.intersection(*(tokens[m] for m in members))
+        sig = tuple(sorted(t for t in shared if t in recurring)[:MAX_SIGNATURE_TOKENS])
+        if len(sig) < MIN_SHARED_TOKENS:
+            continue
+        groups.setdefault(sig, members)
+    ops: list[tuple[str, dict]] = []
+    lessons: list[dict] = []
+    next_node, next_fact = graph.next_node, graph.next_fact
+    for sig in sorted(groups):
+        srcs = groups[sig]
+        label = LESSON_PREFIX + " ".join(sig)
+        sources = " ".join(f"#{nid}" for nid in srcs)
+        lesson = {"label": label, "occurrences": len(srcs), "sources": srcs}
+        existing = _lesson_node(graph, label)
+        if existing is not None:
+            old = graph.nodes[existing].fact("sources")
+            if old is not None and old.value == sources:
+                lessons.append({**lesson, "node": existing, "change": "unchanged"})
+                continue
+            if old is not None:
+                ops.append(("SupersedeFact", {"node": existing, "old_fact": old.id,
+                                              "new_key": "sources", "new_value": sources,
+                                              "new_fact_id": next_fact, "at": at}))
+            else:
+                ops.append(("AddFact", {"node": existing, "fact_id": next_fact,
+                                        "key": "sources", "value": sources, "at": at}))
+            next_fact += 1
+            lessons.append({**lesson, "node": existing, "change": "updated"})
+            continue
+        nid, next_node = next_node, next_node + 1
+        ops.append(("CreateNode", {"id": nid, "kind": "Aspect", "label": label, "at": at}))
+        ops.append(("SetArea", {"node": nid, "area": "Semantic", "at": at}))
+        theme = f"seen in {len(srcs)} episodes: {' '.join(sig)}"
+        for key, value in (("recurring_theme", theme), ("sources", sources)):
+            ops.append(("AddFact", {"node": nid, "fact_id": next_fact, "key": key,
+                                    "value": value, "at": at}))
+            next_fact += 1
+        lessons.append({**lesson, "node": nid, "change": "new"})
+    return ops, lessons
+
+
+def apply(store) -> list[dict]:
+    """Plan and apply one pass under the journal's exclusive lock (the graph is current
+    there, so the planner's ids are the journal's). Returns the lessons."""
+    with store.write() as req:
+        ops, lessons = plan(req.graph, at=req.at)
+        for name, body in ops:
+            req.apply(name, body)
+    return lessons
+
+
+# -- when a session ends ---------------------------------------------------------------
+
+def _session_prefix() -> str | None:
+    from . import standing
+
+    return getattr(standing, "SESSION_PREFIX", None)
+
+
+def new_episodes(graph, since: int, sessions: bool = False) -> int:
+    """Live episodes with an id of at least ``since`` (ids only grow): the per-message
+    episodes, or with ``sessions`` the session nodes (the only episodes recorded when
+    ``memory.graph.episodes`` is off, Mnemo's one episode per session)."""
+    prefix = _session_prefix() or "\0"
+    if getattr(graph, "partial", False):
+        (n,) = graph.index.db.execute(
+            "SELECT COUNT(*) FROM nodes WHERE deleted=0 AND kind='TaskEpisode' AND id>=? "
+            f"AND (substr(label, 1, ?) = ?) = {1 if sessions else 0}",
+            (since, len(prefix), prefix)).fetchone()
+        return int(n)
+    return sum(1 for nid in range(since, graph.next_node)
+               if (n := graph.nodes.get(nid)) is not None and not n.deleted
+               and n.kind == "TaskEpisode" and n.label.startswith(prefix) == sessions)
+
+
+def _began_at(graph, session_id: str) -> int | None:
+    """The lowest id this session wrote: its session node or its first episode."""
+    from .partial import find_fact, find_label
+
+    ids = find_fact(graph, "session", session_id)
+    prefix = _session_prefix()
+    if prefix:
+        ids += find_label(graph, prefix + session_id, "TaskEpisode")
+    return min(ids) if ids else None
+
+
+def at_session_end(session) -> list[dict]:
+    """``session_end``: consolidate when ``threshold()`` new episodes appeared since this
+    session began (its first node; a session that recorded nothing is left alone).
+    Lessons are text memory writes on its own, so a deny rule on ``memory_consolidate``
+    stops them."""
+    from .episodes import records_episodes
+
+    mem = memory_for(session.home, session.config)
+    store = mem.store
+    store.refresh()
+    g = store.graph
+    began = _began_at(g, str(session.id))
+    if began is None:
+        return []
+    if new_episodes(g, began, sessions=not records_episodes(session.config)) < threshold():
+        return []
+    why = session.denied(CONSOLIDATE, {})
+    if why:
+        session.notice(f"Memory: recurring themes not folded into lessons (denied by {why}).")
+        return []
+    lessons = apply(store)
+    changed = [x for x in lessons if x["change"] != "unchanged"]
+    if changed:
+        session.state.setdefault(NAME, {})["consolidated"] = changed
+        session.notice(f"Memory: {len(changed)} lesson(s) from recurring themes "
+                       "(`mino memory consolidate` lists them).")
+    return lessons
+
+
+# -- mino memory consolidate -------------------------------------------------------------
+
+def register_command(group, context) -> None:
+    @group.command("consolidate")
+    @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+    def consolidate_cmd(as_json):
+        """Fold recurring themes of episodes and pitfalls into lessons (nothing is erased)."""
+        from .commands import _echo_json, _open, _one
+
+        store = _open(context)
+        try:
+            lessons = apply(store)
+        except OSError as e:
+            raise click.ClickException(f"cannot write the memory journal: {e}") from None
+        finally:
+            store.close()
+        if as_json:
+            _echo_json({"applied": sum(x["change"] != "unchanged" for x in lessons),
+                        "lessons": lessons})
+            return
+        if not lessons:
+            click.echo("no recurring themes yet (a lesson needs 2 episodes or pitfalls "
+                       "sharing at least 2 words)")
+        for x in lessons:
+            ids = " ".join(f"#{s}" for s in x["sources"])
+            click.echo(f"#{x['node']} {_one(x['label'])}  ({x['change']}; "
+                       f"{x['occurrences']} sources: {ids})")

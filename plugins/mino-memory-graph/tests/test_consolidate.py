@@ -1,0 +1,178 @@
+"""Consolidation (Mnemo's consolidate.rs): recurring themes fold into lessons by Mnemo's rule
+and thresholds; the planner is idempotent; nothing is erased; it runs on ``mino memory
+consolidate`` and when a session ends past the threshold of new episodes."""
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from mino_core import PluginContext
+from mino_memory_graph import consolidate, plugin
+from mino_memory_graph.store import Store
+
+from graphtest import GRAPH, journal
+
+
+@pytest.fixture(autouse=True)
+def _defaults(monkeypatch):
+    for key in ("MNEMO_MIN_OCCURRENCES", "MNEMO_CONSOLIDATE_THRESHOLD", "MNEMO_MEMORY_JOURNAL"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def _seed(path):
+    """Three sources sharing helm, rollback and timed; one unrelated episode; a project."""
+    s = Store.open(path, use_cache=False)
+    with s.write() as r:
+        p = r.create_node("Entity", "project dir:/p")
+        a = r.episode("task: deploy helm chart")
+        r.fact(a, "goal", "helm rollback timed out on staging")
+        b = r.episode("task: fix helm rollback")
+        r.fact(b, "goal", "helm rollback timed out again")
+        c = r.create_node("Aspect", "pain: Bash(helm rollback web) failed: timed out", "Salience")
+        r.fact(c, "failure", "Bash(helm rollback web) failed: timed out")
+        d = r.episode("task: write docs")
+        r.fact(d, "goal", "docs for the readme")
+        for n in (a, b, c, d):
+            r.link(n, p, "PartOf")
+    return s, (a, b, c, d)
+
+
+def test_theme_tokens_follow_mnemo():
+    class N:
+        label = "pain: Bash(helm rollback) failed: TIMED out x9 ab"
+        facts = []
+    assert consolidate.theme_tokens(N) == {"bash", "helm", "rollback", "timed"}
+
+
+def test_one_lesson_per_shared_theme_then_nothing_then_new_evidence_supersedes(tmp_path):
+    path = tmp_path / "j.jsonl"
+    s, (a, b, c, d) = _seed(path)
+    ops, lessons = consolidate.plan(s.graph)
+    assert [x["label"] for x in lessons] == ["lesson: helm rollback timed"]
+    (lesson,) = lessons
+    assert lesson["sources"] == [a, b, c] and lesson["change"] == "new"
+    assert [name for name, _ in ops] == ["CreateNode", "SetArea", "AddFact", "AddFact"]
+    s.apply_ops(ops)
+    n = s.graph.nodes[lesson["node"]]
+    assert n.area == "Semantic" and n.kind == "Aspect"
+    assert n.fact("recurring_theme").value == "seen in 3 episodes: helm rollback timed"
+    assert n.fact("sources").value == f"#{a} #{b} #{c}"
+    # idempotent: a second pass right after plans nothing and says the lesson is unchanged
+    again, lessons2 = consolidate.plan(s.graph)
+    assert again == [] and [x["change"] for x in lessons2] == ["unchanged"]
+    before = path.read_bytes()
+    with s.write() as r:
+        e = r.episode("task: helm rollback timed out a third time")
+    ops3, lessons3 = consolidate.plan(s.graph)
+    assert [name for name, _ in ops3] == ["SupersedeFact"] and lessons3[0]["change"] == "updated"
+    s.apply_ops(ops3)
+    n = s.graph.nodes[lesson["node"]]
+    assert n.fact("sources").value == f"#{a} #{b} #{c} #{e}"
+    # nothing erased: the journal only grew, the old sources value is history
+    after = path.read_bytes()
+    assert after.startswith(before) and b"DeleteNode" not in after
+    assert [f.value for f in n.facts if not f.active] == [f"#{a} #{b} #{c}"]
+    replayed = Store.open(path, use_cache=False).graph
+    assert replayed.state_of(lesson["node"]) == s.graph.state_of(lesson["node"])
+
+
+def test_one_shared_word_is_no_lesson_and_min_occurrences_is_read(tmp_path, monkeypatch):
+    s = Store.open(tmp_path / "j.jsonl", use_cache=False)
+    with s.write() as r:
+        r.episode("task: checkout page styling")
+        r.episode("task: checkout api timeout")
+    assert consolidate.plan(s.graph) == ([], [])  # share only "checkout"
+    s2, _ = _seed(tmp_path / "k.jsonl")
+    monkeypatch.setenv("MNEMO_MIN_OCCURRENCES", "4")
+    assert consolidate.plan(s2.graph) == ([], [])  # 3 sources, 4 needed
+    for junk in ("0", "-2", "many", ""):
+        monkeypatch.setenv("MNEMO_MIN_OCCURRENCES", junk)
+        assert consolidate.min_sources() == 2
+    monkeypatch.setenv("MNEMO_CONSOLIDATE_THRESHOLD", "5")
+    assert consolidate.threshold() == 5
+    monkeypatch.setenv("MNEMO_CONSOLIDATE_THRESHOLD", "x")
+    assert consolidate.threshold() == 3
+
+
+def test_the_index_backed_graph_plans_the_same(tmp_path):
+    path = tmp_path / "j.jsonl"
+    s, _ = _seed(path)
+    whole = consolidate.plan(s.graph)
+    s.close()
+    lazy = Store.open(path, lazy=True)
+    assert consolidate.plan(lazy.graph) == whole
+    lazy.close()
+
+
+def test_mino_memory_consolidate(tmp_path):
+    s, (a, b, c, d) = _seed(tmp_path / "graph" / "journal.jsonl")
+    s.close()
+    ctx = PluginContext(home=tmp_path, project_root=tmp_path, config={})
+
+    @click.group()
+    def memory():
+        pass
+    plugin.register_commands(memory, ctx)
+    run = CliRunner().invoke
+    out = run(memory, ["consolidate", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["applied"] == 1 and data["lessons"][0]["sources"] == [a, b, c]
+    again = json.loads(run(memory, ["consolidate", "--json"]).output)
+    assert again["applied"] == 0 and again["lessons"][0]["change"] == "unchanged"
+    text = run(memory, ["consolidate"]).output
+    assert "lesson: helm rollback timed  (unchanged; 3 sources:" in text
+
+
+MESSAGES = ["the helm rollback timed out on staging, look", "helm rollback timed out again",
+            "why does the helm rollback keep timing out"]
+OTHER = ["what is in the readme", "list the docs folder"]
+
+
+def _session(make_harness, scripted_server, messages, **kw):
+    h = make_harness(config=kw.pop("config", GRAPH), **kw)
+    _talk(h, scripted_server, messages)
+    return h
+
+
+def _talk(h, scripted_server, messages):
+    for text in messages:
+        scripted_server.add({"text": "looking"})
+        h.turn(text)
+    h.end_session()
+
+
+def _lessons(home):
+    g = journal(home).graph
+    return [n for n in g.nodes.values() if n.label.startswith("lesson: ") and not n.deleted]
+
+
+def test_a_session_past_the_threshold_consolidates_when_it_ends(graph_only, make_harness,
+                                                                scripted_server, mino_home):
+    h = _session(make_harness, scripted_server, MESSAGES[:2])
+    assert _lessons(mino_home) == []  # 2 new episodes: below the threshold of 3
+    h.new_session()
+    _talk(h, scripted_server, OTHER + MESSAGES[2:])
+    g = journal(mino_home).graph
+    found = {n.label: n.fact("sources").value for n in _lessons(mino_home)}
+    eps = sorted(n.id for n in g.nodes.values() if n.kind == "TaskEpisode"
+                 and n.label.startswith("task: ") and "helm" in n.label)
+    # the three helm episodes (two sessions) share helm and rollback; two also "timed"
+    assert found == {"lesson: helm rollback": " ".join(f"#{e}" for e in eps),
+                     "lesson: helm rollback timed": " ".join(f"#{e}" for e in eps[:2])}
+    assert "2 lesson(s) from recurring themes" in h.notices
+
+
+def test_the_threshold_comes_from_the_environment(graph_only, make_harness, scripted_server,
+                                                  mino_home, monkeypatch):
+    monkeypatch.setenv("MNEMO_CONSOLIDATE_THRESHOLD", "2")
+    _session(make_harness, scripted_server, MESSAGES[:2])
+    assert [n.label for n in _lessons(mino_home)] == ["lesson: helm rollback timed"]
+
+
+def test_a_deny_rule_stops_the_lessons(graph_only, make_harness, scripted_server, mino_home):
+    config = {**GRAPH, "permissions": {"deny": ["memory_consolidate"]}}
+    h = _session(make_harness, scripted_server, MESSAGES, config=config)
+    assert _lessons(mino_home) == []
+    assert "not folded into lessons (denied by" in h.notices
