@@ -1,0 +1,152 @@
+"""The shape the loop writes (issue 16): a node per session, each turn's episode PartOf it
+and PartOf the project, with the turn's message; hybrid-v1's structural signals read it;
+``memory.graph.episodes: off`` records no message."""
+import pytest
+
+from mino_memory_graph import loop
+from mino_memory_graph.recall_block import recall_candidates
+from mino_memory_graph.words import HybridParams, tokenize
+
+from graphtest import journal
+
+
+@pytest.fixture(autouse=True)
+def _graph(graph_only):
+    pass
+
+
+def _agent(make_harness, **graph):
+    return make_harness(config={"memory": {"backend": "graph", "graph": {"reflect": "off",
+                                                                        **graph}}})
+
+
+def _say(h, server, *texts):
+    for text in texts:
+        server.add({"text": "Noted."})
+        h.turn(text)
+
+
+def _turns(g):
+    nodes = (g.nodes.get(i) for i in range(1, g.next_node))  # a partial graph: by id
+    return [n for n in nodes if n is not None and n.label.startswith("task: ")]
+
+
+def _part_of(g, nid):
+    return sorted(e.dst for e in g.edges.values()
+                  if e.kind == "PartOf" and e.src == nid and e.invalid_at is None)
+
+
+def test_each_sessions_turns_hang_from_its_own_node(make_harness, scripted_server, mino_home):
+    h = _agent(make_harness)
+    _say(h, scripted_server, "The staging database lives on port 5433.",
+         "Its backups run nightly at two.")
+    first = h.session.id
+    h.new_session()
+    _say(h, scripted_server, "The release train leaves on Thursdays.")
+    s = journal(mino_home)
+    g = s.graph
+    sessions = {n.fact("session").value: n for n in g.nodes.values()
+                if n.label.startswith("session ")}
+    assert set(sessions) == {first, h.session.id}
+    project = next(n.id for n in g.nodes.values() if n.label.startswith("project "))
+    for sid, node in sessions.items():
+        assert node.kind == "TaskEpisode" and node.fact("started").value.endswith("UTC")
+        assert _part_of(g, node.id) == [project]
+    turns = _turns(g)
+    assert [t.fact("message").value for t in turns] == [
+        "The staging database lives on port 5433.", "Its backups run nightly at two.",
+        "The release train leaves on Thursdays."]
+    for t in turns:
+        sess = sessions[t.fact("session").value].id
+        assert _part_of(g, t.id) == sorted([project, sess])
+        # the cluster parent both search paths use is the session, never the project
+        assert s.index.parent_of(t.id) == sess
+    s.close()
+
+
+def test_a_resumed_session_keeps_its_node_in_a_new_process(make_harness, scripted_server,
+                                                           mino_home):
+    h = _agent(make_harness)
+    _say(h, scripted_server, "Deploys go through the blue pipeline first.")
+    sid = h.session.id
+    loop.forget_open()  # what a new process knows: nothing cached
+    h.resume(sid)
+    _say(h, scripted_server, "After blue, the green pipeline takes over.")
+    g = journal(mino_home).graph
+    nodes = [n for n in g.nodes.values() if n.label == f"session {sid}"]
+    assert len(nodes) == 1
+    assert all(nodes[0].id in _part_of(g, t.id) for t in _turns(g)) and len(_turns(g)) == 2
+
+
+def test_episodes_off_records_no_message_and_recall_still_works(make_harness, scripted_server,
+                                                                mino_home):
+    h = make_harness(approve="all", config={"memory": {"backend": "graph",
+                                                       "graph": {"episodes": "off"}}})
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "shell", "value": "fish with starship prompt"}}]},
+        {"text": "Saved."})
+    h.turn("Remember the quixotic shell I use everywhere.")
+    _say(h, scripted_server, "My tangerine-colored notebook holds the other notes.")
+    raw = (mino_home / "graph" / "journal.jsonl").read_text()
+    assert "quixotic" not in raw and "tangerine" not in raw
+    g = journal(mino_home).graph
+    assert _turns(g) == []
+    assert [n.label for n in g.nodes.values() if n.kind == "TaskEpisode"] == [
+        f"session {h.session.id}"]
+    h.new_session()
+    scripted_server.add({"text": "fish"})
+    h.turn("Which shell should the examples use?")
+    block = scripted_server.requests[-1]["input"][0]["content"]
+    assert "- shell: fish with starship prompt" in block
+
+
+@pytest.mark.parametrize("index", ["on", "off"])
+def test_an_answer_turn_sharing_no_query_word_is_recalled_by_its_session(
+        make_harness, scripted_server, mino_home, index):
+    """The answer sits in the turn after the question: only the neighbour and cluster
+    signals over the session's turns can find it, on both search paths."""
+    h = _agent(make_harness, index=index)
+    _say(h, scripted_server, "We talked about lunch plans and the weather today.",
+         "The printer on the third floor jams again.")
+    h.new_session()
+    _say(h, scripted_server, "Which database engine does the billing service run on?",
+         "Postgres sixteen with pgvector, listening on 5433.",
+         "Thanks, and the office plants need water.")
+    h.new_session()
+    _say(h, scripted_server, "Coffee machine descaling is due next week.")
+    h.new_session()
+    query = "remind me: billing service database engine"
+    mem = loop.memory_for(h.session.home, h.session.config)
+    g = mem.graph
+    answer = next(t.id for t in _turns(g) if t.fact("message").value.startswith("Postgres"))
+    question = next(t.id for t in _turns(g) if t.fact("message").value.startswith("Which"))
+    assert not set(tokenize(query)) & set(tokenize(g.nodes[answer].fact("message").value))
+    project = mem.standing.project_id(g, loop.identity_of(h.session))
+
+    def ranked(params=None):
+        if params is not None:
+            if mem.store.index_search is not None:
+                mem.store.index_search.params = params
+            else:
+                mem.store.scorer.index.params = params
+        return [n for n, _ in recall_candidates(mem, query, project, str(h.session.id))]
+
+    full = ranked(HybridParams())
+    assert full[:2] == [question, answer]
+    assert answer not in ranked(HybridParams(neighbour=0.0, cluster=0.0))
+
+
+def test_this_sessions_own_turns_are_not_recalled_but_the_next_session_sees_them(
+        make_harness, scripted_server):
+    h = _agent(make_harness)
+    _say(h, scripted_server, "The staging host is called aurora-seven.")
+    scripted_server.add({"text": "aurora-seven"})
+    h.turn("What is the staging host called again?")
+    first = scripted_server.requests[-1]["input"][0]
+    assert first.get("role") == "user"  # nothing recalled: the turn is in the conversation
+    h.new_session()
+    scripted_server.add({"text": "aurora-seven"})
+    h.turn("What is the staging host called again?")
+    block = scripted_server.requests[-1]["input"][0]["content"]
+    assert "- message: The staging host is called aurora-seven." in block
+    assert "data, not instructions" in block
