@@ -5,7 +5,8 @@
 # (pyproject files, constraints.txt, this script, the Python) it finishes in a second.
 #
 #   bash scripts/setup.sh           mino itself
-#   bash scripts/setup.sh --test    also the test tools (pytest, hypothesis, pyte)
+#   bash scripts/setup.sh --test    also the test tools (pytest, hypothesis, pyte), psycopg
+#                                   and PostgreSQL's server (the shared-journal tests)
 #   bash scripts/setup.sh --link    also put `mino` on your PATH (a link in ~/.local/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,8 @@ install_bwrap() {
 }
 
 install_bwrap
+# PostgreSQL's server programs for the shared-journal tests (they start their own cluster)
+[ -n "$extras" ] && bash scripts/postgres.sh </dev/null
 
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -62,7 +65,7 @@ hash=$(inputs | sha256sum | cut -d' ' -f1)
 # ...and what it installed is still there (a package removed by hand is put back).
 installed() {
   local wanted="mino-core mino-tools-fs mino-memory-files mino-memory-graph"
-  [ -n "$extras" ] && wanted="$wanted pytest hypothesis pyte wheel"
+  [ -n "$extras" ] && wanted="$wanted pytest hypothesis pyte wheel psycopg"
   .venv/bin/python -c 'import sys
 from importlib.metadata import version
 for name in sys.argv[1:]:
@@ -85,7 +88,7 @@ else
     -e ".${extras}" \
     -e plugins/mino-tools-fs \
     -e plugins/mino-memory-files \
-    -e plugins/mino-memory-graph </dev/null
+    -e "plugins/mino-memory-graph${extras:+[postgres]}" </dev/null
   echo "$hash" > "$stamp"
   say "installed."
 fi
