@@ -470,3 +470,36 @@ def test_hybrid_state_round_trips_through_the_cache(tmp_path):
     # a cache written by one scorer is not used as the other's vectors
     m = type(s).open(p, fsync=False, scorer="mnemo", use_index=False)
     assert _scores(m) == _scores(type(s).open(p, fsync=False, use_cache=False, scorer="mnemo", use_index=False))
+
+
+# ------------------------------------------------------------------ the score's scale (issue 16)
+def test_a_node_matching_everything_it_can_scores_about_one():
+    idx = HybridIndex(embed=EMBED)
+    idx.upsert(1, "nightly backup of the billing ledger")  # in no cluster (a saved fact)
+    idx.upsert(2, "lunch menu for friday")
+    for nid, text in ((3, "which shard holds invoices"), (4, "shard seven holds invoices")):
+        idx.upsert(nid, text, parent=100)  # two turns of one session
+    s = dict(idx.top("nightly backup of the billing ledger", 4))
+    assert 0.97 < s[1] <= 1.0 + 1e-6  # was (1 + 0.2) / 2.2 = 0.55 with a fixed divisor
+    s = dict(idx.top("which shard holds invoices", 4))
+    assert 0.9 < s[3] <= 1.0 + 1e-6  # itself, its sibling and its session all match
+    # the divisor never changes an order among nodes of one shape (all in clusters)
+    assert np.array_equal(idx.denominators()[[idx._row_of[3], idx._row_of[4]]], [2.2, 2.2])
+
+
+@pytest.mark.parametrize("use_index", [True, False])
+def test_a_perfect_match_scores_about_one_on_both_search_paths(tmp_path, use_index):
+    from mino_memory_graph.store import Store
+
+    s = Store.open(tmp_path / "journal.jsonl", fsync=False, use_index=use_index)
+    with s.write() as r:
+        project = r.create_node("Entity", "project dir:/srv/app")
+        for label, value in (("backups", "nightly backup of the billing ledger"),
+                             ("menu", "lunch menu for friday")):
+            n = r.create_node("Aspect", label)
+            r.add_fact(n, "knowledge", value)
+            r.link(n, project, "PartOf")
+    hits = s.search("Aspect backups knowledge nightly backup of the billing ledger", 2).hits
+    assert s.graph.nodes[hits[0].node].label == "backups"
+    assert 0.9 < hits[0].score <= 1.0 + 1e-6
+    s.close()
