@@ -74,6 +74,8 @@ def register_commands(group, context):
 def config_schema(context):
     """``memory.graph:`` in config.yaml, checked when mino starts (a wrong value: its default)."""
     return {"memory.graph": {"type": "object", "additionalProperties": False, "properties": {
+        # a file's path, or a postgresql:// URL: the shared journal (journal_pg.py); a
+        # URL passes the file-path check (no file or folder is on its way)
         "journal": {"type": "string", "format": "file-path", "default": "<home>/graph/journal.jsonl"},
         "scorer": {"enum": ["hybrid-v1", "hybrid", "default", "mnemo", "mnemo-cosine", "hashing-v1"],
                    "default": "hybrid-v1"},
