@@ -307,6 +307,7 @@ def make_server():
 
 
 _NODE_REF = re.compile(r"^@node:(.+)$")
+_PLUGIN_FAILED = re.compile(r"\bPlugin \S+ failed in \w+:")
 
 
 def resolve_nodes(entry: dict[str, Any], body: dict[str, Any], unresolved: list[str]) -> dict[str, Any]:
@@ -520,7 +521,7 @@ def _write_config(home: Path, story: Story) -> None:
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
-def run_story(story: Story, workdir: Path, show: bool = False) -> StoryResult:
+def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = False) -> StoryResult:
     """Drive every session of ``story`` through the REPL in a fresh home; score its questions."""
     from mino_core.repl import repl, resume
     from mino_core.startup import start_agent
@@ -608,13 +609,20 @@ def run_story(story: Story, workdir: Path, show: bool = False) -> StoryResult:
             result.end_wall.append(wall)
             for message in agent.host.drain_errors():
                 result.errors.append(f"session {spec.name}: {message}")
+            # a turn that crashed, or a plugin hook that failed, is said on the notices
+            for line in ui.notices.splitlines():
+                if "internal error in this turn" in line or _PLUGIN_FAILED.search(line):
+                    result.errors.append(f"session {spec.name}: {line.strip()}")
     except StoryError as exc:
         result.errors.append(str(exc))
     finally:
         forget_open()
         server.stop()
         _restore_env(saved)
-        shutil.rmtree(root, ignore_errors=True)
+        if keep:
+            print(f"{story.name}: home and projects kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -749,6 +757,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run only this story (repeatable)")
     parser.add_argument("--show", action="store_true", help="print each question's memory block")
     parser.add_argument("--json", type=Path, help="also write the summary as JSON here")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep each story's home and projects (to inspect the journal)")
     args = parser.parse_args(argv)
     if not args.stories.is_dir():
         print(f"agent_memory: {args.stories} is not a folder of stories", file=sys.stderr)
@@ -769,13 +779,14 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         for story in stories:
-            r = run_story(story, work, show=args.show)
+            r = run_story(story, work, show=args.show, keep=args.keep)
             hits = sum(q.hit for q in r.questions)
             print(f"{story.name:<34} {story.category:<14} {hits}/{len(r.questions)} "
                   f"{r.seconds:5.1f} s{'  ERROR' if r.errors else ''}", flush=True)
             results.append(r)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     s = summary(results)
     print_report(s, lint_problems, refused, time.perf_counter() - w0, time.process_time() - c0)
     if args.json:
