@@ -365,6 +365,7 @@ def register_commands(group, context):
                     raise MemoryError_("purge removes text for good; add --yes to confirm")
                 click.confirm(f"Remove the text of #{node} {_one(label)} from the "
                               "journal for good?", abort=True)
+            known = not store.journal.unreported()
             try:
                 done = purge(store, node, _today())
             except LookupError as e:
@@ -372,6 +373,8 @@ def register_commands(group, context):
             except OSError as e:
                 raise MemoryError_(f"the journal could not be rewritten (nothing changed): "
                                    f"{e}") from e
+            if known:  # bad lines a person was told about moved: not news
+                store.journal.mark_reported(store.journal.unreported())
         except MemoryError_ as e:
             _fail(e)
         finally:

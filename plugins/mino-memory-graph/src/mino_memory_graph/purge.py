@@ -40,7 +40,8 @@ class Purge:
 
     def __init__(self, node: int):
         self.node = node
-        self.quotes: set[str] = set()
+        self.quotes: set[str] = set()   # its label and values: removed wherever quoted
+        self.details: set[str] = set()  # its log details: removed from garbage lines too
         self.keys: dict[str, str] = {}
         self.touched = 0       # lines of the node rewritten
         self.scrubbed = 0      # other lines a quote was removed from
@@ -77,6 +78,8 @@ class Purge:
                     self._quote(body["value" if name == "AddFact" else "new_value"])
             elif name == "PushContext":
                 self._quote(body["chunk"].get("note", ""))
+            elif name == "CommitLog" and len(body["detail"].strip()) >= MIN_QUOTE:
+                self.details.add(body["detail"].strip())
         forms = set()
         for q in self.quotes:
             forms.add(json.dumps(q, ensure_ascii=False)[1:-1].encode("utf-8", "replace"))
@@ -105,11 +108,40 @@ class Purge:
                 data = data.replace(q, tomb)
         return data
 
+    def scrub_fragments(self, text: str) -> str:
+        """``text`` with every run of ``MIN_QUOTE`` or more characters that also occurs
+        in one of the node's texts replaced: for lines that are no memory at all
+        (quarantined garbage, its ``.corrupt`` records), where a torn line may hold any
+        piece of the node's text and no other memory can lose a word by it."""
+        pieces = self.quotes | self.details
+        if not pieces:
+            return text
+        grams = {q[i:i + MIN_QUOTE] for q in pieces for i in range(len(q) - MIN_QUOTE + 1)}
+        out, i, n = [], 0, len(text)
+        while i < n:
+            if text[i:i + MIN_QUOTE] in grams:
+                j = i + MIN_QUOTE
+                while j < n and any(text[i:j + 1] in q for q in pieces):
+                    j += 1
+                out.append(TOMBSTONE)
+                i = j
+            else:
+                out.append(text[i])
+                i += 1
+        return "".join(out)
+
+    def scrub_garbage(self, data: bytes) -> bytes:
+        """``scrub_fragments`` over the bytes of a line that is not an operation."""
+        data = self.scrub_bytes(data)
+        text = data.decode("utf-8", "surrogateescape")
+        new = self.scrub_fragments(text)
+        return data if new == text else new.encode("utf-8", "surrogateescape")
+
     def line(self, line: bytes) -> bytes:
         """One journal line (with its newline, if it had one), purged."""
         op = _parse(line)
-        if op is None:  # not an operation (quarantined): only quotes can be removed
-            return self.scrub_bytes(line)
+        if op is None:  # not an operation (quarantined): any piece of the text goes
+            return self.scrub_garbage(line)
         name, body = op
         if self._mine(name, body):
             self.touched += 1
@@ -193,11 +225,11 @@ def _scrub_record(p: Purge):
         try:
             r = json.loads(line)
         except ValueError:
-            return p.scrub_bytes(line)
+            return p.scrub_garbage(line)
         if isinstance(r, dict) and isinstance(r.get("raw"), str):
-            r["raw"] = p.scrub_text(r["raw"])
+            r["raw"] = p.scrub_fragments(r["raw"])
             return (json.dumps(r, ensure_ascii=True) + "\n").encode()
-        return p.scrub_bytes(line)
+        return p.scrub_garbage(line)
     return one
 
 
