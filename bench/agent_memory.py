@@ -508,21 +508,49 @@ def _restore_env(saved: dict[str, str | None]) -> None:
             os.environ[k] = v
 
 
-def _write_config(home: Path, story: Story) -> None:
+def _merge(into: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            into[key] = _merge(dict(into[key]), value)
+        else:
+            into[key] = value
+    return into
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:KEY=VALUE[,KEY=VALUE...]`` (dotted keys into config.yaml, values as YAML
+    scalars) -> (name, nested overrides); ValueError with a one-line reason."""
+    from mino_core import load_yaml
+
+    name, sep, rest = text.partition(":")
+    if not sep or not name.strip() or not rest.strip():
+        raise ValueError(f"--variant {text!r}: write NAME:KEY=VALUE, e.g. mnemo:memory.graph.scorer=mnemo")
+    out: dict[str, Any] = {}
+    for pair in rest.split(","):
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--variant {text!r}: {pair!r} is not KEY=VALUE")
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = load_yaml(value) if value.strip() else None
+    return name.strip(), out
+
+
+def _write_config(home: Path, story: Story, overrides: dict[str, Any] | None = None) -> None:
     import yaml
 
-    config = {"memory": {"backend": "graph"}, "retries": 0}
-    for key, value in story.config.items():
-        if key == "memory" and isinstance(value, dict):
-            config["memory"] = {**config["memory"], **value}
-        else:
-            config[key] = value
+    config = _merge({"memory": {"backend": "graph"}, "retries": 0}, story.config)
+    _merge(config, overrides or {})
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
-def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = False) -> StoryResult:
-    """Drive every session of ``story`` through the REPL in a fresh home; score its questions."""
+def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = False,
+              overrides: dict[str, Any] | None = None) -> StoryResult:
+    """Drive every session of ``story`` through the REPL in a fresh home; score its questions.
+    ``overrides``: config.yaml keys over the story's own (a variant)."""
     from mino_core.repl import repl, resume
     from mino_core.startup import start_agent
     from mino_core.testing import approver
@@ -534,7 +562,7 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix=f"story-{story.name}-", dir=workdir))
     home = root / "home"
-    _write_config(home, story)
+    _write_config(home, story, overrides)
     server = make_server()
     saved = _set_env(home, server.base_url)
     forget_open()  # a fresh process's view of the journal (each story is its own user)
@@ -757,6 +785,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="run only this story (repeatable)")
     parser.add_argument("--show", action="store_true", help="print each question's memory block")
     parser.add_argument("--json", type=Path, help="also write the summary as JSON here")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE,...",
+                        help="also run every story with these config.yaml keys (dotted), in the "
+                             "same run, e.g. mnemo:memory.graph.scorer=mnemo; compared with the default")
     parser.add_argument("--keep", action="store_true",
                         help="keep each story's home and projects (to inspect the journal)")
     args = parser.parse_args(argv)
@@ -773,25 +804,53 @@ def main(argv: list[str] | None = None) -> int:
         for line in refused:
             print(f"  {line}", file=sys.stderr)
         return 2
+    try:
+        variants = [("default", {})] + [parse_variant(v) for v in args.variant]
+    except ValueError as exc:
+        print(f"agent_memory: {exc}", file=sys.stderr)
+        return 2
     lint_problems = [p for s in stories for p in lint(s)]
     work = Path(tempfile.mkdtemp(prefix="agent-memory-"))
     c0, w0 = time.process_time(), time.perf_counter()
-    results = []
+    results: dict[str, list[StoryResult]] = {name: [] for name, _ in variants}
     try:
-        for story in stories:
-            r = run_story(story, work, show=args.show, keep=args.keep)
-            hits = sum(q.hit for q in r.questions)
-            print(f"{story.name:<34} {story.category:<14} {hits}/{len(r.questions)} "
-                  f"{r.seconds:5.1f} s{'  ERROR' if r.errors else ''}", flush=True)
-            results.append(r)
+        for story in stories:  # variants interleaved per story: the machine's noise hits all alike
+            for name, overrides in variants:
+                r = run_story(story, work, show=args.show and name == "default", keep=args.keep,
+                              overrides=overrides)
+                hits = sum(q.hit for q in r.questions)
+                tag = f" [{name}]" if len(variants) > 1 else ""
+                print(f"{story.name:<34} {story.category:<14} {hits}/{len(r.questions)} "
+                      f"{r.seconds:5.1f} s{tag}{'  ERROR' if r.errors else ''}", flush=True)
+                results[name].append(r)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    s = summary(results)
+    summaries = {name: summary(rs) for name, rs in results.items()}
+    s = summaries["default"]
     print_report(s, lint_problems, refused, time.perf_counter() - w0, time.process_time() - c0)
+    if len(variants) > 1:
+        print_variants(summaries, dict(variants))
     if args.json:
-        args.json.write_text(json.dumps({**s, "lint": lint_problems, "refused": refused}, indent=2))
-    return 1 if s["errors"] or refused else 0
+        args.json.write_text(json.dumps({**s, "variants": {k: v for k, v in summaries.items()
+                                                           if k != "default"},
+                                         "lint": lint_problems, "refused": refused}, indent=2))
+    return 1 if any(v["errors"] for v in summaries.values()) or refused else 0
+
+
+def print_variants(summaries: dict[str, dict[str, Any]], overrides: dict[str, dict]) -> None:
+    """Each variant beside the default, measured in the same run (ratios of medians)."""
+    base = summaries["default"]["memory_ms_per_turn"]
+    print("\nvariants, same run (memory CPU and wall per turn: median, ratio to the default):")
+    for name, v in summaries.items():
+        m = v["memory_ms_per_turn"]
+        ratio_cpu = m["cpu_median"] / base["cpu_median"] if base["cpu_median"] else 0.0
+        ratio_wall = m["wall_median"] / base["wall_median"] if base["wall_median"] else 0.0
+        cats = ", ".join(f"{c} {x['hits']}/{x['questions']}" for c, x in v["categories"].items())
+        print(f"  {name:<14} hits {v['hits']}/{v['questions']} ({v['hit_rate']:.1%}); block median "
+              f"{v['block_tokens']['median']} tokens; CPU {m['cpu_median']} ms (x{ratio_cpu:.2f}), "
+              f"wall {m['wall_median']} ms (x{ratio_wall:.2f}) {json.dumps(overrides[name]) if overrides[name] else ''}")
+        print(f"  {'':<14} {cats}")
 
 
 if __name__ == "__main__":
