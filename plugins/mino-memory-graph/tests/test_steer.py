@@ -248,3 +248,109 @@ def test_scoped_search_matches_the_store_scope(tmp_path):
         got = [h.node for h in loop.scoped_search(s, q, 12, mine) if not h.via_graph]
         assert got == want, q
         assert not any(loop.in_other_project(s.graph, n, mine) for n in got)
+
+
+# -- Mnemo parity: the failure text, its signature, the recurrence count -----------------
+
+def test_signature_is_mnemos_character_rule():
+    assert steer.signature("  Run\u00a0\u00a0  it\t\n`x` 'y' \"z\" ") == "run it x y z"
+    # only ASCII digits collapse (Rust's is_ascii_digit); curly quotes stay; U+001C is text
+    assert steer.signature("line \u0664\u0662 \u201cq\u201d 12a3") == "line \u0664\u0662 \u201cq\u201d #a#"
+    assert steer.signature("a\x1cb") == "a\x1cb"
+    # trimmed first, then cut (Rust's trim().take(160)): a space can end it
+    assert steer.signature("x" * 159 + " yz") == "x" * 159 + " "
+
+
+def test_failure_text_is_session_ts_format():
+    args = {"command": "cd '/my repo' && npm test\nsecond line"}
+    subject = steer.failure_subject(args)
+    assert subject == "npm test"
+    out = "FAIL src/a.test.ts\n\n  expected 1\nnot shown\n"
+    assert steer.failure_text("Bash", subject, out) == ("Bash(npm test) failed: "
+                                                           "FAIL src/a.test.ts    expected 1")
+    long = steer.failure_text("Bash", "x" * 100, "e" * 500)
+    assert long == "Bash(" + "x" * 80 + ") failed: " + "e" * 300
+    assert steer.failure_subject({"path": "a.py", "command": None}) == "a.py"
+    assert steer.failure_subject({}) == ""
+
+
+def test_a_mnemo_writer_and_mino_share_one_marker(graph_only, make_harness, scripted_server,
+                                                  mino_home, project, monkeypatch):
+    """Two writers on one journal: Mnemo's session.ts (its ops, as memsrv's steer with
+    dedupe on and gap off writes them) records a failure; mino's loop then meets the same
+    failure through the real Bash tool: one marker, counted twice."""
+    pytest.importorskip("mino_tools_fs", reason="needs mino-tools-fs's Bash")
+    from graphtest import GRAPH, journal
+
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino-memory-graph,mino-tools-fs")
+    command = "sh build.sh"
+    (project / "build.sh").write_text("echo 'error: missing deps for the build' >&2; exit 2\n")
+    # what Mnemo's session.ts steers for that failure: bash(<subject>) failed: <3 lines>
+    mnemo_failure = "bash(sh build.sh) failed: error: missing deps for the build [Exit code: 2]"
+    mnemo_signature = "bash(sh build.sh) failed: error: missing deps for the build [exit code: #]"
+    mnemo = Store.open(mino_home / "graph" / "journal.jsonl", use_cache=False)
+    with mnemo.write() as r:
+        g, at = r.graph, r.at
+        p, ep, pain = g.next_node, g.next_node + 1, g.next_node + 2
+        f, e = g.next_fact, g.next_edge
+        for name, body in [
+            ("CreateNode", {"id": p, "kind": "Entity", "label": f"project {project_identity(project)}"}),
+            ("CreateNode", {"id": ep, "kind": "TaskEpisode", "label": "task: build the project"}),
+            ("Link", {"id": e, "src": ep, "dst": p, "kind": "PartOf"}),
+            ("AddFact", {"node": ep, "fact_id": f, "key": "agent", "value": "mnemo"}),
+            ("CommitLog", {"node": ep, "kind": "outcome", "detail": mnemo_failure}),
+            ("CreateNode", {"id": pain, "kind": "Aspect",
+                            "label": "pain: " + mnemo_failure[:60] + "..."}),
+            ("SetArea", {"node": pain, "area": "Salience"}),
+            ("AddFact", {"node": pain, "fact_id": f + 1, "key": "failure", "value": mnemo_failure}),
+            ("AddFact", {"node": pain, "fact_id": f + 2, "key": "signature",
+                         "value": mnemo_signature}),
+            ("AddFact", {"node": pain, "fact_id": f + 3, "key": "occurrences", "value": "1"}),
+            ("Link", {"id": e + 1, "src": ep, "dst": pain, "kind": "DerivedFrom"}),
+            ("Link", {"id": e + 2, "src": pain, "dst": p, "kind": "PartOf"}),
+        ]:
+            r.apply(name, {**body, "at": at})
+    h = make_harness(approve="all", config=GRAPH)
+    scripted_server.add({"calls": [{"name": "Bash", "arguments": {"command": command}}]},
+                        {"text": "it failed"})
+    rec = h.turn("build the project")
+    assert rec.outcomes[0].result.status.value == "failed"
+    g = journal(mino_home).graph
+    (m,) = [n for n in g.nodes.values() if n.area == "Salience" and not n.deleted]
+    assert m.id == pain and m.fact("occurrences").value == "2"
+    assert m.fact("signature").value == mnemo_signature
+    assert [k for _, k, _ in m.log].count("recurred") == 1
+    mine = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
+    assert any(k == "outcome" and d == "Bash(sh build.sh) failed: error: missing deps for the "
+               "build [Exit code: 2]" for _, k, d in g.nodes[mine].log)
+    mnemo.close()
+
+
+def test_the_recurrence_notice_counts_the_times_before(graph_only, make_harness,
+                                                       scripted_server, mino_home, monkeypatch):
+    """occurrences counts every time (1, 2, 3, as Mnemo); the notice says how many were
+    before this one: "1 time" on the second, "2 times" on the third."""
+    from graphtest import GRAPH, journal
+
+    from test_loop import Probe
+
+    monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino-memory-graph,probe")
+    fail = {"command": "make test", "fail": "error: the database is not running"}
+    seen = []
+    # the guard off: with it, the known fix would hold the command back before it failed
+    config = {"memory": {**GRAPH["memory"], "graph": {"guard": "off"}}}
+    for attempt in range(3):
+        h = make_harness(config=config, extra_plugins={"probe": Probe()})
+        scripted_server.add({"calls": [{"name": "probe_run", "arguments": fail}]},
+                            {"text": "it failed"})
+        h.turn(f"run the tests, attempt {attempt}")
+        if attempt == 0:  # a fix learned after the first time
+            s = journal(mino_home)
+            (m,) = [n for n in s.graph.nodes.values() if n.area == "Salience"]
+            with s.write() as r:
+                r.fact(m.id, "fix", "start the database with make db first")
+            s.close()
+        seen.append(h.notices)
+    assert "seen" not in seen[0]
+    assert "this failure was seen 1 time before" in seen[1]
+    assert "this failure was seen 2 times before" in seen[2]
