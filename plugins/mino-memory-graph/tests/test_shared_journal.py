@@ -176,7 +176,11 @@ def test_a_rewrite_of_the_shared_journal_says_an_owner_is_needed(pg, tmp_path):
         with pytest.raises(OSError, match="needs the table's owner"):
             s.journal.rewrite([b""])
     s.close()
-    assert len(server_lines(pg, db)) == 1
+    home = tmp_path / "h"
+    out = mino(home, "memory", "purge", "1", "--yes", env={"MINO_GRAPH_URL": db["mino_url"]})
+    assert out.returncode == 1 and "needs the table's owner" in out.stderr
+    assert "Traceback" not in out.stderr and db["mino_password"] not in out.stderr
+    assert len(server_lines(pg, db)) == 1 and "deploy port" in server_lines(pg, db)[0]
 
 
 def test_missing_table_and_no_right_to_make_it_says_what_the_owner_runs(pg, tmp_path):
@@ -400,3 +404,40 @@ def test_shared_url_masking_and_choice(monkeypatch):
     assert u.identity(url) == u.identity(url.replace("mino:s3cr%40t", "ann"))
     assert u.identity(url) != u.identity(url.replace("team", "other"))
     assert u.identity(url).startswith("team-")
+
+
+# --- the loop through the real agent, server away -----------------------------------
+
+def _lead(body):
+    items = body.get("input") or []
+    return items[0]["content"] if items and items[0].get("role") == "assistant" else ""
+
+
+def test_a_turn_with_the_server_away_recalls_and_a_save_fails_cleanly(
+        pg, graph_only, make_harness, scripted_server, mino_home):
+    from mino_memory_graph.shared_offline import NOTE
+
+    db = pg.new_database()
+    config = {"memory": {"backend": "graph", "graph": {"journal": db["mino_url"]}}}
+    h = make_harness(config=config, approve="all")
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "package manager", "value": "pnpm, never npm"}}]},
+        {"text": "Saved."})
+    h.turn("Please remember this preference for later.")
+    assert any("pnpm, never npm" in ln for ln in server_lines(pg, db))
+    pg.stop("immediate")
+    try:
+        h.new_session()
+        scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+            "where": "user", "key": "editor", "value": "helix"}}]}, {"text": "Use pnpm."})
+        h.turn("Which package manager should I use to install dependencies?")
+        first, second = scripted_server.requests[-2:]
+        assert "- package manager: pnpm, never npm" in _lead(first) and NOTE in _lead(first)
+        outputs = [i.get("output", "") for i in second["input"]
+                   if i.get("type") == "function_call_output"]
+        assert any("Could not write the memory journal" in o and "unreachable" in o
+                   and db["mino_password"] not in o for o in outputs)
+        assert "Traceback" not in h.transcript + h.notices
+    finally:
+        pg._start()
+    assert not any("helix" in ln for ln in server_lines(pg, db))

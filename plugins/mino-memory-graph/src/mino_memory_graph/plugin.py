@@ -30,7 +30,14 @@ def front_input(turn):
     from .first_use import episodes_notice
 
     episodes_notice(turn.session)
-    return loop.begin(turn)
+    try:
+        return loop.begin(turn)
+    except OSError:
+        from .shared_offline import is_shared, recall_only
+
+        if not is_shared(turn):
+            raise
+        return recall_only(turn)  # the server is away: recall from the local copy
 
 
 @hookimpl

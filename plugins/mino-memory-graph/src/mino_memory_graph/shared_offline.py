@@ -1,0 +1,33 @@
+"""A turn while the shared journal's server is away: recall from this machine's copy.
+
+The loop's ``begin`` records the turn's episode in the same breath as it recalls; with a
+shared journal whose server cannot be reached that write fails (``SharedJournalError``).
+The turn still gets its recall block, read from the local mirror, with one line saying
+memory is read-only for now; nothing is recorded for the turn (``observe`` and ``end``
+see no episode and do nothing), and the next turn tries the server again.
+"""
+from __future__ import annotations
+
+from .memories import memory_for, identity_of
+from .recall_block import recall_hits, render
+
+NOTE = ("(Shared memory is read-only for now: its server cannot be reached; this turn "
+        "is not recorded.)")
+
+
+def is_shared(turn) -> bool:
+    session = turn.session
+    return getattr(memory_for(session.home, session.config).store.journal, "shared", False)
+
+
+def recall_only(turn) -> str | None:
+    """The recall block of ``turn`` without writing anything."""
+    session = turn.session
+    mem = memory_for(session.home, session.config)
+    g = mem.store.graph
+    project = mem.standing.project_id(g, identity_of(session))
+    user = mem.standing.user_id(g)
+    hits = recall_hits(mem, turn.user_text or "", project, session=str(session.id))
+    hits = [(nid, s) for nid, s in hits if g.live(nid) is not None]
+    block = render(g, user, project, hits)
+    return f"{block}\n{NOTE}" if block else None
