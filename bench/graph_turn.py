@@ -4,11 +4,16 @@
     python bench/graph_turn.py --quick    # 1,000 and 10,000 nodes
 
 One turn here is what the loop does around a model: ``front_input`` (recall scoped to the
-project, the episode and its feeder links in one journal write, the block rendered), one
+project; the turn's episode with its message, PartOf the project and the session's node, and
+its feeder links in one journal write; the block rendered), one
 ``tool_outcome`` for a completed call (a log line on the episode), and ``after_turn``
 (reinforce the feeders, evidence votes). The reflection is a model request and is not
 counted; a turn that fails also steers (one more write), measured separately. Writes are
 fsynced, as in use. Goal: median under 15 ms at 100,000 nodes (SPEC section 12).
+
+Baseline in the same run: the same turns, interleaved, from a session with
+``memory.graph.episodes: off`` (the session's node only, no message recorded), so the
+ratio is what recording each message as an episode costs.
 """
 from __future__ import annotations
 
@@ -99,12 +104,23 @@ def run(n_nodes: int, turns: int) -> dict:
         built = time.perf_counter() - t
         session = Session(id="b" * 32, home=home, project_root=project, config={},
                           state={}, mode="manual")
+        off = Session(id="c" * 32, home=home, project_root=project,
+                      config={"memory": {"graph": {"episodes": "off"}}}, state={},
+                      mode="manual")
         loop.forget_open()
         t = time.perf_counter()
         one_turn(session, "warm up the memory please", 0, False)  # opens the store
         first = time.perf_counter() - t
+        one_turn(off, "warm up the memory please", 0, False)
         qs = queries(turns * 2, seed=5)
-        clean = [one_turn(session, qs[i], i + 1, False) for i in range(turns)]
+        clean, baseline = [], []
+        for i in range(turns):  # interleaved: both see the same machine load
+            c0 = time.process_time()
+            clean.append(one_turn(session, qs[i], i + 1, False))
+            clean[-1]["cpu"] = time.process_time() - c0
+            c0 = time.process_time()
+            baseline.append(one_turn(off, qs[i], i + 1, False))
+            baseline[-1]["cpu"] = time.process_time() - c0
         failed = [one_turn(session, qs[turns + i], turns + i + 1, True)
                   for i in range(max(5, turns // 4))]
         # The store's own share: the same searches with no write in between (no re-index).
@@ -120,6 +136,12 @@ def run(n_nodes: int, turns: int) -> dict:
            "first_turn_ms (opens the store)": round(first * 1000, 1)}
     for key in ("turn", "front_input", "tool_outcome", "after_turn"):
         out[f"clean {key}"] = ms([r[key] for r in clean])
+    out["clean turn CPU"] = ms([r["cpu"] for r in clean])
+    out["clean turn, episodes off (baseline)"] = ms([r["turn"] for r in baseline])
+    out["clean turn CPU, episodes off"] = ms([r["cpu"] for r in baseline])
+    out["episodes on / off (median wall, CPU)"] = [
+        round(out["clean turn"]["median_ms"] / out["clean turn, episodes off (baseline)"]["median_ms"], 2),
+        round(out["clean turn CPU"]["median_ms"] / out["clean turn CPU, episodes off"]["median_ms"], 2)]
     out["failing turn (steers once)"] = ms([r["turn"] for r in failed])
     out["store.search alone (k=48, no write between)"] = ms(alone)
     return out

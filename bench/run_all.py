@@ -34,6 +34,9 @@ def plan(quick: bool) -> list[list[str]]:
     ]
     if LOCOMO.exists():
         runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--retriever", "all"])
+        # issue 16: the graph mino's own loop stores, against BM25 over its texts
+        runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--through-loop",
+                     *(["--quick"] if quick else ["--ablate"])])
     return runs
 
 
