@@ -190,7 +190,7 @@ def register_commands(group, context):
             for r in out["results"]:
                 row = reader.row(r["node"])
                 if row is not None:
-                    views[r["node"]] = v = node_view(reader, row)
+                    views[r["node"]] = v = node_view(reader, row, query=query)
                     r.update(facts=v["facts"], source=v["source"], created=v["created"],
                              changed=v["changed"])
         except MemoryError_ as e:
@@ -439,9 +439,12 @@ def register_commands(group, context):
         try:
             if repair:
                 from .repair import repair as do_repair
+                from .store import MemoryError_
 
                 try:
                     fixed = do_repair(store)
+                except MemoryError_ as e:
+                    _fail(e)
                 except OSError as e:
                     raise click.ClickException(
                         f"the journal could not be rewritten (nothing changed): {e}") from None

@@ -137,7 +137,8 @@ class Reader:
             # created at or before ``at`` without reading the others
             for (fj,) in self.ix.db.execute(
                     "SELECT facts FROM nodes WHERE kind='TaskEpisode' AND created_at<=? "
-                    "ORDER BY id DESC LIMIT 200", (at,)):
+                    "AND (instr(facts, '\"started\"') OR instr(facts, '\"date\"')) "
+                    "ORDER BY id DESC LIMIT 50", (at,)):
                 got = _date_in(json.loads(fj))
                 if got:
                     break
@@ -172,9 +173,17 @@ def facts_view(reader: Reader, row, everything: bool = False) -> list[dict]:
     return out
 
 
-def node_view(reader: Reader, row, everything: bool = False) -> dict:
-    """One node as ``list`` and ``search`` show it."""
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2}
+
+
+def node_view(reader: Reader, row, everything: bool = False, query: str = "") -> dict:
+    """One node as ``list`` and ``search`` show it (for a search, the facts sharing the
+    most words with ``query`` first)."""
     facts = facts_view(reader, row, everything)
+    if query:
+        q = _words(query)
+        facts.sort(key=lambda f: -len(q & _words(f"{f['key']} {f['value']}")))
     return {"node": row[0], "label": row[3], "kind": row[1], "area": row[2],
             "forgotten": row[4], "created": reader.date_of(row[5]),
             "changed": reader.date_of(reader.newest_at(row)),
