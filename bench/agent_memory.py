@@ -9,8 +9,8 @@ the model?
 A story (format: ``bench/stories/README.md``) is sessions of user messages with the
 model's scripted answers (tool calls run for real: Bash in its sandbox, the file tools on
 a real project folder). Each session is one REPL run: ``start_agent`` as ``mino`` builds
-it, then ``mino_core.repl.repl`` reads the session's messages as typed lines (``mino -p``
-for a ``headless`` session, ``--resume`` for a ``resume``). The model is the scripted
+it, then ``mino_core.repl.repl`` reads the session's messages as typed lines (``--resume``
+for a ``resume``); a ``headless`` session is a real ``mino -p`` process per message. The model is the scripted
 server; reflections are answered from the story. A question is a later message whose
 first request must carry given text in its leading memory block.
 
@@ -554,7 +554,6 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
     from mino_core.repl import repl, resume
     from mino_core.startup import start_agent
     from mino_core.testing import approver
-    from mino_core.turn import end_session, run_turn
     from mino_core.ui import RecordingUI
     from mino_memory_graph.loop import forget_open
 
@@ -571,27 +570,18 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
     clock = HookClock()
     try:
         for spec in story.sessions:
-            ui = RecordingUI(approver(spec.approve))
-            agent = start_agent(home, folders[spec.project], ui)
-            clock.instrument(agent.host, agent.client)
-            if spec.resume:
-                if not resume(agent, ids[spec.resume], spec.mode):
-                    result.errors.append(f"session {spec.name}: could not resume {spec.resume}")
-                    continue
-            else:
-                agent.new_session(spec.mode)
-            ids[spec.name] = agent.session.id
             pending = list(spec.turns)
             state: dict[str, Any] = {}
 
-            def close_turn() -> None:
+            def close_turn(timed: bool = True) -> None:
                 """Score the turn that just ended (if it was a question) and time it."""
                 turn = state.pop("turn", None)
                 if turn is None:
                     return
-                cpu, wall = clock.take()
-                result.turn_cpu.append(cpu)
-                result.turn_wall.append(wall)
+                if timed:
+                    cpu, wall = clock.take()
+                    result.turn_cpu.append(cpu)
+                    result.turn_wall.append(wall)
                 where = f"session {spec.name}, {turn.user[:50]!r}"
                 if server.failures:
                     result.errors.append(f"{where}: {'; '.join(server.failures)}")
@@ -612,7 +602,7 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
                     print(f"\n--- {story.name} / {spec.name} (taught): {turn.user}\n"
                           f"{lead_block(server.requests[state['first']]) or '(no memory block)'}")
 
-            def read(prompt: str) -> str:
+            def read(prompt: str = "") -> str:
                 close_turn()
                 if not pending:
                     raise EOFError
@@ -622,16 +612,21 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
                 server.reflection = turn.reflection
                 return turn.user
 
-            if spec.headless:  # as ``mino -p`` does: one turn per message, no REPL
-                while True:
-                    try:
-                        line = read("")
-                    except EOFError:
-                        break
-                    run_turn(agent.session, line)
-                end_session(agent.session)
+            if spec.headless:
+                ids[spec.name] = _headless(spec, folders[spec.project], home, server, ids,
+                                           read, close_turn, result)
+                continue
+            ui = RecordingUI(approver(spec.approve))
+            agent = start_agent(home, folders[spec.project], ui)
+            clock.instrument(agent.host, agent.client)
+            if spec.resume:
+                if not resume(agent, ids[spec.resume], spec.mode):
+                    result.errors.append(f"session {spec.name}: could not resume {spec.resume}")
+                    continue
             else:
-                repl(agent, read=read)
+                agent.new_session(spec.mode)
+            ids[spec.name] = agent.session.id
+            repl(agent, read=read)
             cpu, wall = clock.take()  # session_end (consolidation): apart from the turns
             result.end_cpu.append(cpu)
             result.end_wall.append(wall)
@@ -653,6 +648,44 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
             shutil.rmtree(root, ignore_errors=True)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _headless(spec: SessionSpec, folder: Path, home: Path, server, ids: dict[str, str],
+              read, close_turn, result: StoryResult) -> str | None:
+    """A headless session: each message is a real ``mino -p`` process in the project folder
+    (it answers every question no; ``mode`` as ``--mode``), the first resuming ``resume``
+    when given, the next ones continuing it (``--continue``). Its own process: the main
+    process's open store must catch up with what it wrote. Not timed (another process).
+    Returns the session's id."""
+    from mino_core.sessionlog import list_sessions
+    from mino_core.testing import isolated_env, mino_command
+
+    env = dict(isolated_env(home), MINO_BASE_URL=server.base_url, OPENAI_API_KEY="story",
+               MINO_MODEL="scripted")
+    first = True
+    while True:
+        try:
+            message = read()
+        except EOFError:
+            break
+        argv = [*mino_command(), *(["--mode", spec.mode] if spec.mode != "manual" else [])]
+        if first and spec.resume:
+            argv += ["--resume", ids[spec.resume]]
+        elif not first:
+            argv += ["--continue"]
+        argv += ["-p", message]
+        done = subprocess.run(argv, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode not in (0, 3):  # 3: answered, a call was denied (no approvals)
+            tail = (done.stderr.strip().splitlines() or [""])[-1]
+            result.errors.append(f"session {spec.name}: mino -p exited {done.returncode}: {tail}")
+        for line in done.stderr.splitlines():
+            if "internal error in this turn" in line or _PLUGIN_FAILED.search(line):
+                result.errors.append(f"session {spec.name}: {line.strip()}")
+        first = False
+        close_turn(timed=False)
+    found = list_sessions(home / "sessions", folder, with_empty=False)
+    return found[0].id if found else None
 
 
 def _score(result: StoryResult, story: Story, spec: SessionSpec, turn: Turn,

@@ -137,3 +137,46 @@ def test_the_bundled_stories_load_and_keep_the_wording_rule(bench):
     categories = {s.category for s in stories}
     assert {"failure-fix", "preference", "correction", "path-command", "multi-project",
             "distractors", "side-session", "guard"} <= categories
+
+
+SIDE_RUN = """
+title: a headless side run (a real mino -p) saves in bypass; the resumed session sees it
+category: side-session
+sessions:
+  - name: main
+    turns: [{user: Good morning, let's start., reply: Morning.}]
+  - name: side
+    headless: true
+    mode: bypass
+    turns:
+      - user: Note the staging password rotation happens every Monday.
+        model:
+          - calls: [{name: memory_save, arguments: {where: project, key: credential rotation, value: "every Monday"}}]
+          - text: Noted.
+  - name: back
+    resume: main
+    turns:
+      - user: When do the shared secrets get replaced?
+        expect:
+          recall: ["every Monday"]
+"""
+
+
+def test_a_headless_side_run_is_its_own_process_and_the_main_one_catches_up(bench, tmp_path):
+    story = bench.load_story(write(tmp_path / "s", "side.yaml", SIDE_RUN))
+    assert story.sessions[1].headless and story.sessions[1].approve == "none"
+    result = bench.run_story(story, tmp_path)
+    assert result.errors == []
+    (q,) = result.questions
+    assert q.hit, q.block
+    assert len(result.turn_cpu) == 2  # the side run's turn is scored, not timed
+
+
+def test_variants_parse_and_a_bad_one_is_one_line(bench, tmp_path, capsys):
+    assert bench.parse_variant("mnemo:memory.graph.scorer=mnemo,memory.graph.episodes=off") == (
+        "mnemo", {"memory": {"graph": {"scorer": "mnemo", "episodes": False}}})
+    with pytest.raises(ValueError, match="NAME:KEY=VALUE"):
+        bench.parse_variant("no-colon")
+    write(tmp_path / "stories", "teach.yaml", TEACH_AND_ASK)
+    assert bench.main(["--stories", str(tmp_path / "stories"), "--variant", "x:=1"]) == 2
+    assert "is not KEY=VALUE" in capsys.readouterr().err
