@@ -106,8 +106,8 @@ sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "src"))
 
 from mino_memory_graph.hybrid import HybridIndex, HybridParams  # noqa: E402
 
-# The benchmark-built graph has speaker facts, so its rows keep the entity boost that the
-# default (mino's own graph has no speaker facts: issue 16) no longer applies.
+# The benchmark's own HybridIndex rows name each turn's speaker, so they keep the entity
+# boost; the agent's recall names no entities (mino writes no speaker facts: issue 16).
 BENCH_PARAMS = HybridParams(entity=0.5)
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"
@@ -303,8 +303,6 @@ class StoreRetriever:
         # scorer None: the store's default (hybrid-v1), as the agent gets it
         self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False, use_cache=False,
                                 scorer=scorer, use_index=use_index)
-        # hybrid-v1 with the entity boost this graph's facts feed
-        self.params = BENCH_PARAMS if scorer is None else None
         self.row_of: dict[int, int] = {}
         by_session = collections.defaultdict(list)
         for i, t in enumerate(turns):
@@ -321,8 +319,6 @@ class StoreRetriever:
                     self.row_of[nid] = i
 
     def rank(self, q, k):
-        if self.params is not None:
-            use_params(self.store, self.params)
         found = self.store.search(q, k, kind="Aspect", refresh=False)
         return [self.row_of[h.node] for h in found.hits if h.node in self.row_of]
 
@@ -560,7 +556,6 @@ def through_loop(convs, ablate: bool = False, blocks: bool = True) -> dict:
     if ablate:
         for name in LOOP_VARIANTS:
             variants[f"- {name}"] = HybridParams(**{**full.__dict__, name: 0.0})
-        variants["+ entity"] = BENCH_PARAMS  # the signal the default dropped: no effect here
         variants["lexical only"] = HybridParams(neighbour=0, cluster=0, hashing=0, entity=0,
                                                 temporal=0)
     rec = {name: {k: [] for k in KS} for name in [*variants, "bm25-stored"]}
@@ -727,7 +722,7 @@ def memeval_ablation() -> dict:
 
     full = HybridParams()
     variants = {"default": full, **{f"- {n}": HybridParams(**{**full.__dict__, n: 0.0})
-                                    for n in LOOP_VARIANTS}, "+ entity": BENCH_PARAMS}
+                                    for n in LOOP_VARIANTS}}
     res = {}
     for shape, make in (("mnemo-built", corpus_ops), ("mino-attached", mino_shaped)):
         with tempfile.TemporaryDirectory() as d:

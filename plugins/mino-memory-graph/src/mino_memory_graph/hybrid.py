@@ -27,10 +27,12 @@ hashing
     ``hashing`` times the hashing-v1 cosine (the exact Mnemo vectors, when an
     embedder or vectors are supplied).  It decides alone when no query word
     occurs in the graph, so the scorer degrades to Mnemo's ranking.
-entity
-    Nodes may name an entity (e.g. a ``speaker`` fact).  When the query names
-    exactly one known entity, that entity's nodes are multiplied by
-    ``1 + entity``.
+entity (off by default; only for callers that name entities)
+    A caller may name each node's entity (``upsert(..., entity=)``, e.g. the
+    speaker of a benchmark turn).  When the query names exactly one known
+    entity, that entity's nodes are multiplied by ``1 + entity``.  The agent's
+    recall names none (``HybridScorer``, ``search.IndexSearch``): mino writes no
+    speaker facts, so the signal could not fire on its graph (issue 16).
 temporal
     When the query asks for a time ("when ...", "what year ..."), nodes whose
     text holds a relative time expression (yesterday, last week, ago ...) are
@@ -889,8 +891,11 @@ class HybridScorer:
     hybrid uses is read from ``graph`` when a node is added, updated or touched:
 
     - parent: the newest live PartOf edge from the node to a live non-project node
-      (project PartOf edges are scope, not clusters);
-    - entity: the node's active fact under one of ``ENTITY_KEYS``.
+      (project PartOf edges are scope, not clusters): a turn's session node.
+
+    No entity is read: mino writes no speaker facts, so the boost could not fire on
+    its graph (issue 16); only a caller that names entities itself (the LoCoMo
+    benchmark's own graph) gets it.
 
     The engine calls ``touch(row, node_id)`` for every node an operation changed
     without changing its text (an edge of it was linked, unlinked, reweighted or
@@ -941,19 +946,12 @@ class HybridScorer:
                     best = eid
         return g.edges[best].dst if best is not None else None
 
-    def _entity(self, node) -> str | None:
-        for key in ENTITY_KEYS:
-            f = node.fact(key)
-            if f is not None and f.active:
-                return f.value
-        return None
-
     def _upsert(self, row: int, node_id: int, text: str | None) -> None:
         node = self.graph.nodes.get(node_id)
         if node is None or text is None:
             self.index.remove(node_id)
             return
-        self.index.upsert(node_id, text, parent=self._parent(node_id), entity=self._entity(node), row=row)
+        self.index.upsert(node_id, text, parent=self._parent(node_id), row=row)
 
     # Scorer interface
     def add(self, row: int, node_id: int, text: str) -> None:
@@ -980,7 +978,6 @@ class HybridScorer:
         ids = [node_ids[k] for k in keep]
         self.index.add_many(ids, [texts[k] for k in keep],
                             parents=[self._parent(i) for i in ids],
-                            entities=[self._entity(nodes[i]) for i in ids],
                             rows=[rows[k] for k in keep])
 
     def touch(self, row: int, node_id: int) -> None:

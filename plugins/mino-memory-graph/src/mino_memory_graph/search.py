@@ -16,10 +16,11 @@ by node id), reading only the nodes that can score:
    best join the candidates (each member gains its cluster's score).
 4. **Hashing cosine** (hybrid-v1's 0.2 share, Mnemo's exact ``hashing-v1`` vectors) is
    computed for the candidates only, from their text.
-5. Entity and temporal boosts, area weight, vote bias, filters and expansion as the
-   engine applies them. The sum is divided, per node, by the weights of the signals that
-   can apply to it (``HybridIndex.denominators``: a node outside any cluster is not held
-   to the neighbour and cluster shares), so a node matching everything scores about 1.
+5. The temporal boost, area weight, vote bias, filters and expansion as the engine
+   applies them (no entity boost: the engine names no entities, see ``hybrid.py``).
+   The sum is divided, per node, by the weights of the signals that can apply to it
+   (``HybridIndex.denominators``: a node outside any cluster is not held to the
+   neighbour and cluster shares), so a node matching everything scores about 1.
 
 What a node outside the candidates would have scored is the hashing share of a query
 that shares none of its words (a slot collision), at most 0.2 / 1.2 of a cosine: it
@@ -50,7 +51,7 @@ NAME = "hybrid-v1+mnemo-cosine/hashing-v1"
 
 class _Row:
     __slots__ = ("id", "kind", "area", "label", "deleted", "useful", "unhelpful", "vec",
-                 "words", "wlen", "parent", "entity", "temporal")
+                 "words", "wlen", "parent", "temporal")
 
 
 def _chunks(ids, n=500):
@@ -65,10 +66,10 @@ def _rows(ix: Index, ids) -> dict[int, _Row]:
     for part, qs in _chunks(ids):
         for r in ix.db.execute(
                 "SELECT id, kind, area, label, deleted, useful, unhelpful, vec, words, "
-                f"wlen, parent, entity, temporal FROM nodes WHERE id IN ({qs})", part):
+                f"wlen, parent, temporal FROM nodes WHERE id IN ({qs})", part):
             row = _Row()
             (row.id, row.kind, row.area, row.label, row.deleted, row.useful, row.unhelpful,
-             row.vec, row.words, row.wlen, row.parent, row.entity, row.temporal) = r
+             row.vec, row.words, row.wlen, row.parent, row.temporal) = r
             out[row.id] = row
     return out
 
@@ -105,7 +106,6 @@ class IndexSearch:
         self.index = index
         self.params = params or HybridParams()
         self._embedder = embedder
-        self._entities = (None, [])
         self._qv: dict[int, float] = {}
 
     @property
@@ -115,13 +115,6 @@ class IndexSearch:
 
             self._embedder = HashingEmbedder()
         return self._embedder
-
-    def _entity_keys(self) -> list[str]:
-        off = self.index.offset
-        if self._entities[0] != off:
-            self._entities = (off, [r[0] for r in self.index.db.execute(
-                "SELECT DISTINCT entity FROM nodes WHERE entity IS NOT NULL AND deleted=0")])
-        return self._entities[1]
 
     # --- scoring --------------------------------------------------------------------
 
@@ -206,11 +199,6 @@ class IndexSearch:
         self._qv = self.query_vector(expanded)
         self._qitems = list(self._qv.items())
         sizes = self._cluster_sizes({r.parent for r in rows.values() if r.parent is not None})
-        ent = None
-        if p.entity:
-            qwords = set(_words._WORD.findall(expanded.lower()))
-            found = [e for e in self._entity_keys() if all(t in qwords for t in e.split())]
-            ent = found[0] if len(found) == 1 else None
         temporal = p.temporal and _words.is_temporal_query(expanded)
         pref = set(prefer)
         out = {}
@@ -224,8 +212,6 @@ class IndexSearch:
                 v += cl.get(r.parent, 0.0)
                 denom += p.cluster + (p.neighbour if sizes.get(r.parent, 0) > 1 else 0.0)
             v /= denom
-            if ent is not None and r.entity == ent:
-                v *= 1.0 + p.entity
             if temporal and r.temporal:
                 v *= 1.0 + p.temporal
             v = f32(v)

@@ -97,7 +97,7 @@ class HybridParams:
     neighbour: float = 0.5
     cluster: float = 0.5
     hashing: float = 0.2
-    # 0: mino writes no speaker/author facts, so the entity boost cannot fire on its own
-    # graph (issue 16); bench/locomo_recall.py's benchmark-built rows pass 0.5.
+    # 0: mino writes no speaker facts, so the agent's recall names no entities (issue 16);
+    # bench/locomo_recall.py's benchmark-built HybridIndex rows name speakers and pass 0.5.
     entity: float = 0.0
     temporal: float = 0.3
