@@ -415,6 +415,7 @@ class StoryResult:
     questions: list[QuestionResult] = field(default_factory=list)
     turn_cpu: list[float] = field(default_factory=list)
     turn_wall: list[float] = field(default_factory=list)
+    turn_whole: list[float] = field(default_factory=list)  # the whole turn, wall
     end_cpu: list[float] = field(default_factory=list)
     end_wall: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -582,6 +583,7 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
                     cpu, wall = clock.take()
                     result.turn_cpu.append(cpu)
                     result.turn_wall.append(wall)
+                    result.turn_whole.append(time.perf_counter() - state["t0"])
                 where = f"session {spec.name}, {turn.user[:50]!r}"
                 if server.failures:
                     result.errors.append(f"{where}: {'; '.join(server.failures)}")
@@ -610,6 +612,7 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
                 state.update(turn=turn, first=len(server.requests))
                 server.add(*turn.model)
                 server.reflection = turn.reflection
+                state["t0"] = time.perf_counter()
                 return turn.user
 
             if spec.headless:
@@ -738,6 +741,7 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
     cpu = [c for r in results for c in r.turn_cpu]
     wall = [w for r in results for w in r.turn_wall]
     tokens = [q.block_tokens for q in qs]
+    whole = [t for r in results for t in r.turn_whole]
     end_cpu = [c for r in results for c in r.end_cpu]
     end_wall = [w for r in results for w in r.end_wall]
     return {
@@ -751,7 +755,8 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
         "turns": len(cpu),
         "memory_ms_per_turn": {"cpu_median": round(_median_ms(cpu), 2), "cpu_p95": round(_p95_ms(cpu), 2),
                                "wall_median": round(_median_ms(wall), 2), "wall_p95": round(_p95_ms(wall), 2),
-                               "cpu_max": round(max(cpu) * 1000, 2) if cpu else 0.0},
+                               "cpu_max": round(max(cpu) * 1000, 2) if cpu else 0.0,
+                               "whole_turn_wall_median": round(_median_ms(whole), 2)},
         "session_end_ms": {"sessions": len(end_cpu), "cpu_median": round(_median_ms(end_cpu), 2),
                            "wall_median": round(_median_ms(end_wall), 2),
                            "cpu_max": round(max(end_cpu) * 1000, 2) if end_cpu else 0.0},
@@ -778,7 +783,8 @@ def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str]
     m = s["memory_ms_per_turn"]
     print(f"memory plugin time per turn (its hooks, model requests excluded): CPU median "
           f"{m['cpu_median']} ms, p95 {m['cpu_p95']} ms, max {m['cpu_max']} ms; wall median "
-          f"{m['wall_median']} ms, p95 {m['wall_p95']} ms")
+          f"{m['wall_median']} ms, p95 {m['wall_p95']} ms (whole turn, scripted model and tools "
+          f"included: wall median {m['whole_turn_wall_median']} ms)")
     e = s["session_end_ms"]
     print(f"memory plugin time at session end ({e['sessions']} sessions): CPU median "
           f"{e['cpu_median']} ms, max {e['cpu_max']} ms; wall median {e['wall_median']} ms")
