@@ -148,7 +148,8 @@ def test_headless_run_ends_its_session_once_answered_or_interrupted(tmp_path, sc
     project.mkdir()
     env = isolated_env(home) | {"PYTHONPATH": str(tmp_path), "ENDED_LOG": str(log),
                                 "MINO_BASE_URL": scripted_server.base_url, "MINO_MODEL": "scripted",
-                                "MINO_PLUGINS": "mino.policy,mino-ender", "MINO_PROJECT": str(project)}
+                                "MINO_PLUGINS": "mino.policy,mino-ender",
+                                "MINO_PROJECT": str(project)}
     scripted_server.add({"text": "answered"}, call("stop_here"))
     mino = mino_command() + ["-p"]
     done = subprocess.run(mino + ["say it"], env=env, capture_output=True, text=True, timeout=60)

@@ -255,7 +255,8 @@ def test_scoped_search_matches_the_store_scope(tmp_path):
 def test_signature_is_mnemos_character_rule():
     assert steer.signature("  Run\u00a0\u00a0  it\t\n`x` 'y' \"z\" ") == "run it x y z"
     # only ASCII digits collapse (Rust's is_ascii_digit); curly quotes stay; U+001C is text
-    assert steer.signature("line \u0664\u0662 \u201cq\u201d 12a3") == "line \u0664\u0662 \u201cq\u201d #a#"
+    assert (steer.signature("line \u0664\u0662 \u201cq\u201d 12a3")
+            == "line \u0664\u0662 \u201cq\u201d #a#")
     assert steer.signature("a\x1cb") == "a\x1cb"
     # trimmed first, then cut (Rust's trim().take(160)): a space can end it
     assert steer.signature("x" * 159 + " yz") == "x" * 159 + " "
@@ -294,7 +295,8 @@ def test_a_mnemo_writer_and_mino_share_one_marker(graph_only, make_harness, scri
         p, ep, pain = g.next_node, g.next_node + 1, g.next_node + 2
         f, e = g.next_fact, g.next_edge
         for name, body in [
-            ("CreateNode", {"id": p, "kind": "Entity", "label": f"project {project_identity(project)}"}),
+            ("CreateNode", {"id": p, "kind": "Entity",
+                            "label": f"project {project_identity(project)}"}),
             ("CreateNode", {"id": ep, "kind": "TaskEpisode", "label": "task: build the project"}),
             ("Link", {"id": e, "src": ep, "dst": p, "kind": "PartOf"}),
             ("AddFact", {"node": ep, "fact_id": f, "key": "agent", "value": "mnemo"}),
