@@ -46,7 +46,8 @@ def free_port() -> int:
 
 
 class PgServer:
-    def __init__(self):
+    def __init__(self, durable: bool = False):
+        self.durable = durable  # fsync as a real server does (the benches); tests need not
         self.bin = bindir()
         self.base: Path | None = None
         self.port = 0
@@ -91,7 +92,9 @@ class PgServer:
 
     def _start(self) -> None:
         opts = (f"-k {self.base / 'sock'} -p {self.port} -c listen_addresses=127.0.0.1 "
-                "-c fsync=off -c full_page_writes=off -c max_connections=60")
+                "-c max_connections=60")
+        if not self.durable:
+            opts += " -c fsync=off -c full_page_writes=off"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.base / "data"), "-l",
                   str(self.base / "log"), "-o", opts, "-w", "-t", "60", "start", timeout=90)
         self.running = True

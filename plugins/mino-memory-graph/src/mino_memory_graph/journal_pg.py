@@ -72,6 +72,13 @@ GRANT USAGE ON SEQUENCE {TABLE}_seq_seq TO mino;"""
 _TOLD: set[str] = set()  # URLs whose outage this process has told of (once each)
 
 
+# One round trip each (the simple protocol runs both statements): a write's start, and
+# its end (the NOTIFY is delivered at the commit, to the others only: see ``_notified``)
+_BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_KEY})"
+_NOTIFY_COMMIT = f"SELECT pg_notify('{CHANNEL}', ''); COMMIT"
+IDLE = psycopg.pq.TransactionStatus.IDLE
+
+
 class SharedJournalError(OSError):
     """The shared journal cannot do what was asked: one line for people, no password."""
 
@@ -117,7 +124,9 @@ class SharedJournal(Journal):
         if "connect_timeout" not in self.url:
             kw["connect_timeout"] = CONNECT_TIMEOUT
         try:
-            conn = psycopg.connect(self.url, autocommit=False, **kw)
+            # autocommit: a read is one round trip (no BEGIN, no ROLLBACK); a write
+            # opens its transaction itself, in the same round trip as its lock
+            conn = psycopg.connect(self.url, autocommit=True, **kw)
         except psycopg.Error as e:
             self.offline = _url.scrub(str(e).strip().splitlines()[0] if str(e).strip()
                                       else type(e).__name__, self.url)
@@ -126,7 +135,6 @@ class SharedJournal(Journal):
             self._ensure_table(conn)
             conn.add_notify_handler(self._notified)
             conn.execute(f"LISTEN {CHANNEL}")
-            conn.commit()
         except SharedJournalError:
             conn.close()
             raise
@@ -148,15 +156,12 @@ class SharedJournal(Journal):
         if oid is None:
             try:
                 conn.execute(DDL)
-                conn.commit()
             except psycopg.errors.InsufficientPrivilege:
-                conn.rollback()
                 raise SharedJournalError(
                     f"the shared memory journal ({self.shown}) has no table {TABLE} and "
                     f"this role may not create it; the database owner runs: "
                     f"{' '.join(DDL.split())}; then {' '.join(GRANTS.split())}") from None
             oid = conn.execute("SELECT to_regclass(%s)::oid", (TABLE,)).fetchone()[0]
-        conn.commit()
         self.table_oid = int(oid)
 
     def _notified(self, n) -> None:
@@ -255,26 +260,31 @@ class SharedJournal(Journal):
         self.queries += 1
         added = 0
         cur = conn.cursor()
-        # the table's oid rides in the same round trip (seq -1 sorts first): a table
-        # dropped and made again (an owner's purge) is another journal
-        cur.execute(f"SELECT -1, to_regclass('{TABLE}')::oid::text UNION ALL "
-                    f"SELECT seq, line FROM {TABLE} WHERE seq > %s ORDER BY 1", (seq,))
-        oid = cur.fetchone()[1]
-        if oid is not None and int(oid) != self.table_oid:
-            self.table_oid = int(oid)
-            if st.get("table") is not None:
-                self._restart_mirror("the table was made again")
-                return self._sync(conn)
+        first = True
         while True:
-            rows = cur.fetchmany(BATCH)
+            # BATCH rows a query (a big catch-up never holds them all); the first query
+            # is usually the only one. The table's oid rides in it (seq -1 sorts first): a
+            # table dropped and made again (an owner's purge) is another journal.
+            cur.execute(f"SELECT -1, to_regclass('{TABLE}')::oid::text UNION ALL "
+                        f"(SELECT seq, line FROM {TABLE} WHERE seq > %s ORDER BY seq "
+                        f"LIMIT %s) ORDER BY 1", (seq, BATCH))
+            rows = cur.fetchall()
+            oid = rows.pop(0)[1]
+            if first and oid is not None and int(oid) != self.table_oid:
+                self.table_oid = int(oid)
+                if st.get("table") is not None:
+                    self._restart_mirror("the table was made again")
+                    return self._sync(conn)
+            first = False
             if not rows:
                 break
+            last = rows[-1][0]
             payload = "".join(line + "\n" for _, line in rows).encode("utf-8")
             if tail:  # a crash after an append, before its record: keep what matches
                 if tail.startswith(payload):
                     tail = tail[len(payload):]
                     nbytes += len(payload)
-                    seq = rows[-1][0]
+                    seq = last
                     continue
                 if payload.startswith(tail) and tail.endswith(b"\n"):
                     payload = payload[len(tail):]
@@ -284,8 +294,10 @@ class SharedJournal(Journal):
                 tail = b""
             self._write(payload)
             nbytes += len(payload)
-            seq = rows[-1][0]
+            seq = last
             added += len(rows)
+            if len(rows) < BATCH:
+                break
         if tail:  # more bytes than the server has rows: cut them off
             os.ftruncate(self.fd, nbytes)
         if seq != st["seq"] or nbytes != st["bytes"] or st.get("table") != self.table_oid:
@@ -303,9 +315,7 @@ class SharedJournal(Journal):
         conn = self._connect()
         with super().locked(exclusive=True):
             try:
-                n = self._sync(conn)
-                conn.rollback()
-                return n
+                return self._sync(conn)
             except psycopg.Error as e:
                 self._drop()
                 raise self._fail("reading the shared memory journal failed", e) from None
@@ -333,7 +343,7 @@ class SharedJournal(Journal):
         with super().locked(exclusive=True):
             conn = self._connect()
             try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+                conn.execute(_BEGIN_LOCKED)
                 self._sync(conn)
             except psycopg.Error as e:
                 self._drop()
@@ -343,9 +353,10 @@ class SharedJournal(Journal):
                 yield
             finally:
                 self._in_write = False
-                if self.conn is not None and not self.conn.closed:
+                c = self.conn
+                if c is not None and not c.closed and c.info.transaction_status != IDLE:
                     try:
-                        self.conn.rollback()  # nothing appended: the lock goes
+                        c.execute("ROLLBACK")  # nothing appended: the lock goes
                     except psycopg.Error:
                         self._drop()
 
@@ -363,18 +374,17 @@ class SharedJournal(Journal):
                 f"SELECT l, %s, %s, %s FROM unnest(%s::text[]) WITH ORDINALITY AS u(l, i) "
                 f"ORDER BY i RETURNING seq, line",
                 (self.user, self.host, self.session, lines)).fetchall()
-            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(max(r[0] for r in rows))))
         except psycopg.Error as e:
             self._drop()
             raise self._fail("cannot write the shared memory journal; nothing was saved",
                              e) from None
         rows.sort()
         if [r[1] for r in rows] != lines:  # never expected: the mirror must equal the table
-            conn.rollback()
+            conn.execute("ROLLBACK")
             raise SharedJournalError("the shared journal's rows came back out of order; "
                                      "nothing was saved")
         try:
-            conn.commit()
+            conn.execute(_NOTIFY_COMMIT)
         except psycopg.Error as e:
             self._drop()
             raise self._fail("the shared memory journal went away during the commit: the "
@@ -453,9 +463,9 @@ def push(journal: SharedJournal, lines: list[str]) -> int:
     conn = journal._connect()
     with Journal.locked(journal, exclusive=True):
         try:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            conn.execute(_BEGIN_LOCKED)
             if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})").fetchone()[0]:
-                conn.rollback()
+                conn.execute("ROLLBACK")
                 raise SharedJournalError(
                     f"the shared memory journal ({journal.shown}) already holds operations; "
                     "push copies a file journal into an empty one only")
@@ -463,10 +473,8 @@ def push(journal: SharedJournal, lines: list[str]) -> int:
                                     "session) FROM STDIN") as cp:
                 for line in lines:
                     cp.write_row((line, journal.user, journal.host, journal.session))
-            conn.execute("SELECT pg_notify(%s, 'push')", (CHANNEL,))
-            conn.commit()
+            conn.execute(_NOTIFY_COMMIT)
             journal._sync(conn)
-            conn.rollback()
         except psycopg.Error as e:
             journal._drop()
             raise journal._fail("pushing to the shared memory journal failed; nothing was "
@@ -498,7 +506,6 @@ def export(journal: SharedJournal, dest: Path) -> int:
                         buf = []
             if buf:
                 _write_all(fd, ("\n".join(buf) + "\n").encode("utf-8"))
-            conn.rollback()
             os.fsync(fd)
         finally:
             os.close(fd)
