@@ -382,3 +382,43 @@ def test_four_processes_over_the_index_never_share_an_id(tmp_path):
     rep = s.check()
     assert rep["ok"] and rep["index"]["matches_replay"] and rep["replay"]["skipped"] == 0
     s.close()
+
+
+@pytest.mark.parametrize("worker_dies", [False, True])
+def test_a_rebuild_with_its_text_worker_holds_what_the_appends_left(tmp_path, monkeypatch,
+                                                                    worker_dies):
+    """A large rebuild derives words and vectors in a second process, a window behind:
+    the tables are the same as the index kept in step, and the same again when that
+    process dies mid-way (the rest is derived in-process)."""
+    from mino_memory_graph import journal as journal_mod, text_worker
+
+    path = tmp_path / "journal.jsonl"
+    s = busy_store(path, requests=80)
+    live = _tables(s.index)
+    s.close()
+    monkeypatch.setattr(text_worker, "WORKER_BYTES", 0)
+    monkeypatch.setattr(text_worker, "_cores", lambda: 2)
+    monkeypatch.setattr(journal_mod, "WINDOW", 4096)  # many windows, rows carried over
+    monkeypatch.setenv("MINO_GRAPH_REBUILD_WORKER", "1")
+    started, submits = [], []
+    real_submit = text_worker.Deferred.submit
+
+    def submit(self, ids, texts):
+        if self.proc is not None and self.proc not in started:
+            started.append(self.proc)
+        real_submit(self, ids, texts)
+        submits.append(len(texts))
+        if worker_dies and len(submits) == 3 and self.proc is not None:
+            self.proc.kill()  # its answer to this window never comes
+            self.proc.wait()
+
+    monkeypatch.setattr(text_worker.Deferred, "submit", submit)
+    j = Journal(path)
+    ix = Index.open(j, rebuild=True)
+    assert ix.rebuilt and len(started) == 1 and len(submits) > 5
+    assert all(p.poll() is not None for p in started)  # no worker outlives the rebuild
+    rebuilt = _tables(ix)
+    for table in live:
+        assert rebuilt[table] == live[table], table
+    ix.close()
+    j.close()

@@ -151,6 +151,7 @@ class _Sink:
         # a rebuild into a fresh file: which node ids exist, kept here rather than asked
         # of the database; the lexical tables are filled once at the end (``fill_text``)
         self.known: bytearray | None = bytearray() if index.fresh else None
+        self.deferred = None  # a fresh rebuild's text work, one window behind (flush)
         self.stats = dict(index.db.execute(
             "SELECT key, value FROM meta WHERE key IN ('n_live','w_total','c_live','c_total')"))
         m = index.counters()
@@ -369,7 +370,10 @@ class _Sink:
     def flush(self) -> None:
         db, st = self.db, self.stats
         fts_del, fts_add, node_rows, logs, texts = [], [], [], [], []
+        later_ids, later = [], []
         clusters: set[int] = set()
+        if self.deferred is not None:  # the last window's words and vectors, first
+            self._derived(*self.deferred.collect())
         for id, body, words, wlen, parent in self.purged:
             db.execute("DELETE FROM nodes WHERE id=?", (id,))
             db.execute("DELETE FROM log WHERE node=?", (id,))
@@ -397,14 +401,19 @@ class _Sink:
                 else:
                     text = text_of(row[KIND], row[LABEL], row[FACTS], row[T3])
                     body = 1
-                    toks = _words.tokenize(text)
-                    words, wlen = " ".join(toks), len(toks)
-                    fts_add.append((id, words))
-                    texts.append(text)
                     st["n_live"] += 1
-                    st["w_total"] += wlen
-                    temporal = int(not _words._RELATIVE_TIME_STEMS.isdisjoint(toks))
                     entity = _entity(row[FACTS])
+                    if self.deferred is not None:  # a fresh rebuild: written at the next flush
+                        later_ids.append(id)
+                        later.append(text)
+                        words, wlen, temporal = None, 0, 0
+                    else:
+                        toks = _words.tokenize(text)
+                        words, wlen = " ".join(toks), len(toks)
+                        fts_add.append((id, words))
+                        texts.append(text)
+                        st["w_total"] += wlen
+                        temporal = int(not _words._RELATIVE_TIME_STEMS.isdisjoint(toks))
                 if row[PARENT] is not None and row[WORDS] != words:
                     clusters.add(row[PARENT])
                 row[WORDS], row[WLEN] = words, wlen
@@ -453,6 +462,8 @@ class _Sink:
                 self._clusters(clusters)
         db.executemany("UPDATE meta SET value=? WHERE key=?",
                        [(v, k) for k, v in st.items()])
+        if self.deferred is not None:
+            self.deferred.submit(later_ids, later)
         # rows stay for the next window as they now are on disk (hot nodes such as the
         # projects are not read back each window), up to KEEP_ROWS; edges do not
         rows = self.rows
@@ -469,6 +480,19 @@ class _Sink:
         self.purged.clear()
         self.reparent.clear()
         self.orphaned.clear()
+
+    def _derived(self, ids: list, rows: list) -> None:
+        """A fresh rebuild's words, lengths, temporal flags and vectors of texts an
+        earlier flush wrote without them (``text_worker.Deferred``)."""
+        if not ids:
+            return
+        self.db.executemany("UPDATE nodes SET words=?, wlen=?, temporal=?, vec=? WHERE id=?",
+                            [(*r, id) for id, r in zip(ids, rows)])
+        cached = self.rows
+        for id, r in zip(ids, rows):
+            row = cached.get(id)
+            if row is not None:
+                row[WORDS], row[WLEN], row[TEMPORAL] = r[0], r[1], r[2]
 
     def _reparent(self, clusters: set) -> None:
         """hybrid-v1's cluster parent of each node in ``reparent``: the newest live
@@ -526,6 +550,12 @@ class _Sink:
         cluster's words (what ``_reparent`` and ``_clusters`` give, as both are
         functions of the graph as it stands), and both lexical tables."""
         db, st = self.db, self.stats
+        if self.deferred is not None:
+            self._derived(*self.deferred.collect())
+        # what the lexical scorer counts, from the rows as they now stand (flush's running
+        # sums do not know the words it deferred)
+        st["n_live"], st["w_total"] = db.execute(
+            "SELECT count(*), coalesce(sum(wlen), 0) FROM nodes WHERE live=1").fetchone()
         for ddl in _EDGE_INDEXES.strip().splitlines():  # (executescript would commit)
             db.execute(ddl)
         db.execute(f"UPDATE nodes SET parent=({_PARENT.format(src='nodes.id')}) "
@@ -819,15 +849,37 @@ class Index:
         return ops
 
     def _fold(self, start: int, end: int, progress) -> int:
-        j, db = self.journal, self.db
+        j = self.journal
         sink = _Sink(self)
-        report = _journal.Report()
-        bad: list[dict] = []
         whole = j.last_newline(start, end)
         show = _Progress(start, end) if (progress or (
             progress is None and end - start >= (32 << 20) and sys.stderr.isatty())) else None
+        if sink.known is not None:  # a fresh rebuild: texts derived a window behind
+            from .text_worker import Deferred
+
+            sink.deferred = Deferred(end - start)
+        try:
+            report, bad = self._fold_windows(sink, start, end, show)
+            if sink.known is not None:
+                sink.finish()
+        finally:
+            if sink.deferred is not None:
+                sink.deferred.close()
+        for b in bad:
+            if b["offset"] >= whole:
+                b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
+        self._save_meta(sink, report, end, bad)
+        if show:
+            show.done()
+        return self.ops_applied
+
+    def _fold_windows(self, sink: _Sink, start: int, end: int, show):
+        """Apply ``[start, end)`` a window at a time (committing every ``COMMIT_BYTES``);
+        returns the report and quarantine records since the last commit."""
+        j, db = self.journal, self.db
+        report = _journal.Report()
+        bad: list[dict] = []
         since_commit = 0
-        pos = start
         for off, piece in _journal.windows(j.read, start, end, bad):
             _journal._fold(piece, sink, off, report, bad, False)
             sink.flush()
@@ -838,19 +890,13 @@ class Index:
                 self._save_meta(sink, report, pos, bad)
                 db.execute("COMMIT")
                 db.execute("BEGIN IMMEDIATE")
-                report, bad, since_commit = _journal.Report(), [], 0
+                # the list itself is emptied: ``windows`` appends to it
+                report, since_commit = _journal.Report(), 0
+                bad.clear()
             if show:
                 show.update(pos)
         self._hash_blocks(end)
-        if sink.known is not None:
-            sink.finish()
-        for b in bad:
-            if b["offset"] >= whole:
-                b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
-        self._save_meta(sink, report, end, bad)
-        if show:
-            show.done()
-        return self.ops_applied
+        return report, bad
 
     def _save_meta(self, sink: _Sink, report, pos: int, bad: list) -> None:
         report.quarantined += len(bad)
