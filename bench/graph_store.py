@@ -8,7 +8,9 @@ Every figure of issue 15's table, each measured in a fresh process (a cold start
 with its CPU time (user + system of that process) beside its wall time, median of
 ``--runs``:
 
-- ``replay``: open with no derived state (the old design's cold open; the index's rebuild)
+- ``replay``: open with no derived state (the old design's cold open; the index's rebuild,
+  and beside it ``replay_in_process``: the same rebuild without its text worker, in
+  alternating runs; CPU time counts both processes)
 - ``open``: open with valid derived state (old: ``journal.cache``; new: ``journal.index``)
 - ``search``: ``mino memory search Q`` from the shell, beside ``mino --help`` (the floor)
 - ``turn``: memory work per turn through the real loop (``loop.begin/observe/end``), the
@@ -166,15 +168,25 @@ def figures(journal: Path, design: str, runs: int, turns: int, costs: bool = Tru
         config = {"memory": {"graph": {"index": "off"}}} if design == "old" else {}
         if config:
             (home / "config.yaml").write_text("memory:\n  graph:\n    index: off\n")
-        reps = []
+        # the index's rebuild with its text worker (text_worker.py) and without, alternating
+        reps, inproc = [], []
+        alone = dict(os.environ, MINO_GRAPH_REBUILD_WORKER="0")
         for _ in range(max(1, runs // 2)):
             derived.unlink(missing_ok=True)
             reps.append(child(code, str(jpath), "none"))
+            if design == "index":
+                derived.unlink(missing_ok=True)
+                inproc.append(child(code, str(jpath), "none", env=alone))
         ops = reps[0]["ops"]
-        out["replay"] = med(reps, "wall", "cpu", "rss_mb")
-        out["replay"]["ops"] = ops
-        out["replay"]["ops_per_s_wall"] = round(ops / out["replay"]["wall"])
-        out["replay"]["ops_per_s_cpu"] = round(ops / out["replay"]["cpu"])
+        for key, rows in (("replay", reps), ("replay_in_process", inproc)):
+            if rows:
+                out[key] = med(rows, "wall", "cpu", "rss_mb")
+                out[key]["ops"] = ops
+                out[key]["ops_per_s_wall"] = round(ops / out[key]["wall"])
+                out[key]["ops_per_s_cpu"] = round(ops / out[key]["cpu"])
+        if inproc:  # cpu: both processes'
+            out["replay"]["x_in_process_wall"] = round(
+                out["replay_in_process"]["wall"] / out["replay"]["wall"], 2)
         if design == "old":
             child("from mino_memory_graph.store import Store\n"
                   "Store.open(sys.argv[1], use_index=False).save_cache()\ndone()", str(jpath))
