@@ -221,6 +221,9 @@ def test_reads_query_only_after_a_notify_and_see_the_other_machine(pg, tmp_path)
     while "9090" not in b.state(n) and time.time() < deadline:
         time.sleep(0.05)
     assert "9090" in b.state(n) and b.journal.queries == q + 1
+    st = b.stats()  # where the journal is: the database, never its password; and the copy
+    assert st["journal"].endswith(f"@127.0.0.1:{pg.port}/{db['db']}") and "***" in st["journal"]
+    assert st["copy"] == str(b.journal.path) and st["nodes"] == 1
     a.close()
     b.close()
 

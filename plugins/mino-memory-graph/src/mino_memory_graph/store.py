@@ -742,7 +742,10 @@ class Store:
     def stats(self) -> dict:
         self.refresh()
         out = (self.index if self._graph is None or self.partial else self._graph).counts()
-        out.update({"journal": str(self.path), "journal_bytes": self.offset,
+        if getattr(self.journal, "shared", False):  # the database (no password); its copy
+            out["copy"] = str(self.path)
+        out.update({"journal": getattr(self.journal, "shown", None) or str(self.path),
+                    "journal_bytes": self.offset,
                     "ops_read": self.report.ops, "quarantined": self.report.quarantined,
                     "skipped": self.report.skipped,
                     "cache": {"path": str(self.cache_path),
