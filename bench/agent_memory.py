@@ -37,9 +37,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from story_format import Story, StoryError, content_words, lint, load_stories, load_story  # noqa: E402,F401
-from story_runner import (CHARS_PER_TOKEN, QuestionResult, StoryResult, parse_variant,  # noqa: E402,F401
-                          run_story)
+from story_format import (Story, StoryError, content_words, lint,  # noqa: E402,F401
+                          load_stories, load_story)
+from story_runner import (CHARS_PER_TOKEN, QuestionResult,  # noqa: E402,F401
+                          StoryResult, parse_variant, run_story)
 
 STORIES = HERE / "stories"
 
@@ -75,8 +76,10 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
                          "max": max(tokens) if tokens else 0,
                          "mean": round(statistics.fmean(tokens), 1) if tokens else 0},
         "turns": len(cpu),
-        "memory_ms_per_turn": {"cpu_median": round(_median_ms(cpu), 2), "cpu_p95": round(_p95_ms(cpu), 2),
-                               "wall_median": round(_median_ms(wall), 2), "wall_p95": round(_p95_ms(wall), 2),
+        "memory_ms_per_turn": {"cpu_median": round(_median_ms(cpu), 2),
+                               "cpu_p95": round(_p95_ms(cpu), 2),
+                               "wall_median": round(_median_ms(wall), 2),
+                               "wall_p95": round(_p95_ms(wall), 2),
                                "cpu_max": round(max(cpu) * 1000, 2) if cpu else 0.0,
                                "whole_turn_wall_median": round(_median_ms(whole), 2)},
         "session_end_ms": {"sessions": len(end_cpu), "cpu_median": round(_median_ms(end_cpu), 2),
@@ -100,7 +103,8 @@ def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str]
     for c, v in s["categories"].items():
         print(f"  {c:<16} {v['hits']:>3}/{v['questions']:<3} {v['hits'] / v['questions']:.0%}")
     b = s["block_tokens"]
-    print(f"block size at questions, tokens (characters / {CHARS_PER_TOKEN}): median {b['median']}, "
+    print(f"block size at questions, tokens (characters / {CHARS_PER_TOKEN}): "
+          f"median {b['median']}, "
           f"mean {b['mean']}, max {b['max']}")
     m = s["memory_ms_per_turn"]
     print(f"memory plugin time per turn (its hooks, model requests excluded): CPU median "
@@ -117,9 +121,11 @@ def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str]
             if miss["missing"]:
                 why.append("missing " + ", ".join(repr(t) for t in miss["missing"]))
             if miss["present_but_forbidden"]:
-                why.append("present but must not be " + ", ".join(repr(t) for t in miss["present_but_forbidden"]))
+                why.append("present but must not be "
+                           + ", ".join(repr(t) for t in miss["present_but_forbidden"]))
             if miss["in_turn_missing"]:
-                why.append("not within the turn " + ", ".join(repr(t) for t in miss["in_turn_missing"]))
+                why.append("not within the turn "
+                           + ", ".join(repr(t) for t in miss["in_turn_missing"]))
             print(f"  {miss['story']} [{miss['session']}] {miss['question']!r}: {'; '.join(why)}")
     for title, lines in (("story errors", s["errors"]), ("warnings", s["warnings"]),
                          ("wording lint", lint_problems), ("stories refused", refused)):
@@ -140,15 +146,18 @@ def quick_pick(stories: list[Story]) -> list[Story]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stories", type=Path, default=STORIES, help="folder of story files")
     parser.add_argument("--quick", action="store_true", help="one story per category")
-    parser.add_argument("--only", action="append", default=[], help="run only this story (repeatable)")
+    parser.add_argument("--only", action="append", default=[],
+                        help="run only this story (repeatable)")
     parser.add_argument("--show", action="store_true", help="print each question's memory block")
     parser.add_argument("--json", type=Path, help="also write the summary as JSON here")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE,...",
                         help="also run every story with these config.yaml keys (dotted), in the "
-                             "same run, e.g. mnemo:memory.graph.scorer=mnemo; compared with the default")
+                             "same run, e.g. mnemo:memory.graph.scorer=mnemo; compared with "
+                             "the default")
     parser.add_argument("--keep", action="store_true",
                         help="keep each story's home and projects (to inspect the journal)")
     args = parser.parse_args(argv)
@@ -210,7 +219,8 @@ def print_variants(summaries: dict[str, dict[str, Any]], overrides: dict[str, di
         cats = ", ".join(f"{c} {x['hits']}/{x['questions']}" for c, x in v["categories"].items())
         print(f"  {name:<14} hits {v['hits']}/{v['questions']} ({v['hit_rate']:.1%}); block median "
               f"{v['block_tokens']['median']} tokens; CPU {m['cpu_median']} ms (x{ratio_cpu:.2f}), "
-              f"wall {m['wall_median']} ms (x{ratio_wall:.2f}) {json.dumps(overrides[name]) if overrides[name] else ''}")
+              f"wall {m['wall_median']} ms (x{ratio_wall:.2f}) "
+              f"{json.dumps(overrides[name]) if overrides[name] else ''}")
         print(f"  {'':<14} {cats}")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 # The wording rule (README): a question may share at most this share of its content
 # words with any one earlier text the story taught, and never contain a required text.
 MAX_SHARED = 0.5
+EXPECT_KEYS = frozenset(("recall", "absent", "in_turn", "clean"))
 _WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("""
 a an the and or but if of to in on at by for with from into onto over under about as is are
@@ -123,11 +124,12 @@ def load_story(path: Path) -> Story:
             tw = f"{where}, turn {ti}"
             if isinstance(t, str):
                 t = {"user": t}
-            if not isinstance(t, dict) or not isinstance(t.get("user"), str) or not t["user"].strip():
+            if (not isinstance(t, dict) or not isinstance(t.get("user"), str)
+                    or not t["user"].strip()):
                 raise StoryError(f"{tw}: needs a user message")
             expect = t.get("expect")
             if expect is not None:
-                if not isinstance(expect, dict) or not set(expect) <= {"recall", "absent", "in_turn", "clean"}:
+                if not isinstance(expect, dict) or not set(expect) <= EXPECT_KEYS:
                     raise StoryError(f"{tw}: expect takes recall, absent, in_turn and clean")
                 clean = expect.get("clean", False)
                 if not isinstance(clean, bool):
@@ -139,16 +141,19 @@ def load_story(path: Path) -> Story:
                     raise StoryError(f"{tw}: expect names nothing to check")
             turns.append(Turn(user=t["user"], model=_answers(t, tw), reflection=t.get("reflection"),
                               expect=expect, category=t.get("category")))
-        sessions.append(SessionSpec(name=str(s.get("name") or f"s{si}"), project=project, turns=turns,
+        sessions.append(SessionSpec(name=str(s.get("name") or f"s{si}"), project=project,
+                                    turns=turns,
                                     mode=str(s.get("mode") or "manual"),
                                     # mino -p answers every question no (decisions.md)
-                                    approve=s.get("approve", "none" if s.get("headless") else "all"),
+                                    approve=s.get("approve",
+                                                  "none" if s.get("headless") else "all"),
                                     headless=bool(s.get("headless", False)),
                                     resume=s.get("resume")))
     names = [s.name for s in sessions]
     for s in sessions:
         if s.resume is not None and s.resume not in names[:names.index(s.name)]:
-            raise StoryError(f"{name}: session {s.name} resumes {s.resume!r}, not an earlier session")
+            raise StoryError(f"{name}: session {s.name} resumes {s.resume!r}, "
+                             "not an earlier session")
     config = data.get("config") or {}
     if not isinstance(config, dict):
         raise StoryError(f"{name}: config must be a mapping (config.yaml keys)")
@@ -211,8 +216,9 @@ def taught_texts(turn: Turn) -> list[str]:
     out = [turn.user]
     for a in turn.model:
         for c in a.get("calls") or []:
-            if str(c.get("name", "")).startswith("memory_") and isinstance(c.get("arguments"), dict):
-                out += [v for v in c["arguments"].values() if isinstance(v, str)]
+            args = c.get("arguments")
+            if str(c.get("name", "")).startswith("memory_") and isinstance(args, dict):
+                out += [v for v in args.values() if isinstance(v, str)]
     out += [v for v in _leaves(turn.reflection) if isinstance(v, str)]
     return out
 

@@ -38,7 +38,8 @@ class HookClock:
             if get is None:
                 continue
             for impl in get():
-                if impl.plugin_name == MEMORY_PLUGIN and not getattr(impl.function, "_clocked", False):
+                if (impl.plugin_name == MEMORY_PLUGIN
+                        and not getattr(impl.function, "_clocked", False)):
                     impl.function = self._timed(impl.function)
         inner = client.complete
 
@@ -204,7 +205,8 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 
     name, sep, rest = text.partition(":")
     if not sep or not name.strip() or not rest.strip():
-        raise ValueError(f"--variant {text!r}: write NAME:KEY=VALUE, e.g. mnemo:memory.graph.scorer=mnemo")
+        raise ValueError(f"--variant {text!r}: write NAME:KEY=VALUE, "
+                         "e.g. mnemo:memory.graph.scorer=mnemo")
     out: dict[str, Any] = {}
     for pair in rest.split(","):
         key, eq, value = pair.partition("=")
@@ -269,10 +271,12 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
                     server.failures.clear()
                 if server.remaining:
                     result.errors.append(f"{where}: {server.remaining} scripted answer(s) not "
-                                         "asked for (mino made fewer requests than the story expects)")
+                                         "asked for (mino made fewer requests than the story "
+                                         "expects)")
                     server.script.clear()
                 if turn.reflection is not None and server.reflections_asked == 0:
-                    result.warnings.append(f"{where}: a reflection was scripted but none was asked for")
+                    result.warnings.append(f"{where}: a reflection was scripted but none was "
+                                           "asked for")
                 server.reflection = None
                 server.reflections_asked = 0
                 result.warnings += [f"{where}: {u}" for u in server.unresolved]
@@ -372,15 +376,18 @@ def _headless(spec: SessionSpec, folder: Path, home: Path, server, ids: dict[str
 
 def _score(result: StoryResult, story: Story, spec: SessionSpec, turn: Turn,
            requests: list[dict[str, Any]], show: bool) -> None:
-    model_requests = [r for r in requests if reflection_marker() not in str(r.get("instructions") or "")]
+    marker = reflection_marker()
+    model_requests = [r for r in requests if marker not in str(r.get("instructions") or "")]
     expect = turn.expect or {}
     if not model_requests:
-        result.errors.append(f"session {spec.name}, {turn.user[:50]!r}: no request reached the model")
+        result.errors.append(f"session {spec.name}, {turn.user[:50]!r}: "
+                             "no request reached the model")
         return
     block = lead_block(model_requests[0])
     missing = [t for t in expect["recall"] if not _found(t, block)]
     leaked = [t for t in expect["absent"] if _found(t, block)]
-    scripted = [str(x) for a in turn.model for x in ([a.get("text")] if isinstance(a.get("text"), str)
+    scripted = [str(x) for a in turn.model
+                for x in ([a.get("text")] if isinstance(a.get("text"), str)
                                                       else list(a.get("text") or []))]
     later = added_text(model_requests[0], model_requests[1:], scripted)
     in_turn_missing = [t for t in expect["in_turn"] if not _found(t, later)]
@@ -391,7 +398,8 @@ def _score(result: StoryResult, story: Story, spec: SessionSpec, turn: Turn,
     q = QuestionResult(story=story.name, category=turn.category or story.category,
                        session=spec.name, question=turn.user, hit=hit, missing=missing,
                        leaked=leaked, in_turn_missing=in_turn_missing,
-                       block_tokens=(len(block) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN, block=block)
+                       block_tokens=(len(block) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN,
+                       block=block)
     result.questions.append(q)
     if show:
         print(f"\n--- {story.name} / {spec.name}: {turn.user}\n{block or '(no memory block)'}")

@@ -50,7 +50,8 @@ def make_server():
 _NODE_REF = re.compile(r"^@node:(.+)$")
 
 
-def resolve_nodes(entry: dict[str, Any], body: dict[str, Any], unresolved: list[str]) -> dict[str, Any]:
+def resolve_nodes(entry: dict[str, Any], body: dict[str, Any],
+                  unresolved: list[str]) -> dict[str, Any]:
     """``"@node:LABEL"`` in a call's arguments becomes the number the request shows beside
     that label (``LABEL #12``), as a model reads it from its recall block; left as it is
     when the request does not show it (the call then fails validation, as a model's guess
@@ -65,7 +66,8 @@ def resolve_nodes(entry: dict[str, Any], body: dict[str, Any], unresolved: list[
     text = request_text(body)
     out = []
     for c in calls:
-        args = dict(c.get("arguments") or {}) if isinstance(c.get("arguments"), dict) else c.get("arguments")
+        args = c.get("arguments")
+        args = dict(args) if isinstance(args, dict) else args
         if isinstance(args, dict):
             for k, v in args.items():
                 m = _NODE_REF.match(v) if isinstance(v, str) else None

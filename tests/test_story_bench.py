@@ -30,7 +30,8 @@ sessions:
   - turns:
       - user: From now on write every SQL keyword in capitals.
         model:
-          - calls: [{name: memory_save, arguments: {where: user, key: sql style, value: "upper-case keywords"}}]
+          - calls: [{name: memory_save,
+                     arguments: {where: user, key: sql style, value: "upper-case keywords"}}]
           - text: Noted.
   - turns:
       - user: Draft the query that lists yesterday's orders.
@@ -102,7 +103,8 @@ def test_a_failed_call_and_an_absent_guard_note_are_misses(bench, tmp_path):
 def test_unused_answers_are_a_story_error_and_bad_files_are_refused(bench, tmp_path, capsys):
     folder = tmp_path / "stories"
     write(folder, "extra.yaml", TEACH_AND_ASK.replace(
-        "          - text: Noted.\n", "          - text: Noted.\n          - text: never asked for\n", 1))
+        "          - text: Noted.\n",
+        "          - text: Noted.\n          - text: never asked for\n", 1))
     write(folder, "broken.yaml", "title: [unclosed\n")
     write(folder, "empty.yaml", "title: nothing measured\nsessions:\n  - turns: [hello there]\n")
     stories, refused = bench.load_stories(folder)
@@ -151,7 +153,8 @@ sessions:
     turns:
       - user: Note the staging password rotation happens every Monday.
         model:
-          - calls: [{name: memory_save, arguments: {where: project, key: credential rotation, value: "every Monday"}}]
+          - calls: [{name: memory_save, arguments: {where: project, key: credential rotation,
+                                                     value: "every Monday"}}]
           - text: Noted.
   - name: back
     resume: main
