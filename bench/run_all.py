@@ -31,6 +31,8 @@ def plan(quick: bool) -> list[list[str]]:
         ["graph_store.py", *(["--quick"] if quick else [])],
         # issue 16: scripted multi-session stories through the REPL (bench/stories)
         ["agent_memory.py", *(["--quick"] if quick else [])],
+        # issue 17: the shared journal (PostgreSQL) beside the file journal
+        ["shared_journal.py", *(["--quick"] if quick else [])],
     ]
     if LOCOMO.exists():
         runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--retriever", "all"])
