@@ -447,3 +447,18 @@ def test_a_turn_with_the_server_away_recalls_and_a_save_fails_cleanly(
     finally:
         pg._start()
     assert not any("helix" in ln for ln in server_lines(pg, db))
+
+
+def test_a_password_in_a_config_others_may_read_is_pointed_out(pg, tmp_path):
+    db = pg.new_database()
+    home = tmp_path / "home"
+    home.mkdir()
+    conf = home / "config.yaml"
+    conf.write_text(f"memory:\n  backend: graph\n  graph:\n    journal: {db['mino_url']}\n")
+    os.chmod(conf, 0o644)
+    out = mino(home, "memory", "stats")
+    assert out.returncode == 0, out.stderr
+    assert "others may read it: chmod 600" in out.stderr
+    assert db["mino_password"] not in out.stdout + out.stderr and "***" in out.stdout
+    os.chmod(conf, 0o600)
+    assert "chmod 600" not in mino(home, "memory", "stats").stderr

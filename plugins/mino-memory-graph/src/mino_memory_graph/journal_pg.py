@@ -95,6 +95,7 @@ class SharedJournal(Journal):
         self.shown = _url.masked(url)
         super().__init__(Path(home) / "graph" / "shared" / _url.identity(url) / "journal.jsonl")
         self.state_path = sibling(self.path, ".seq")
+        _check_private(Path(home) / "config.yaml", url)
         self.conn: psycopg.Connection | None = None
         self.table_oid: int | None = None
         self.stale = True          # a catch-up query is due before the next read
@@ -428,6 +429,19 @@ class SharedJournal(Journal):
     @property
     def notice(self) -> str:
         return f"shared memory journal unreachable: {self.offline}" if self.offline else ""
+
+
+def _check_private(config: Path, url: str) -> None:
+    """A password in config.yaml is as safe as the file: say so when others may read it."""
+    if not _url.password_of(url) or os.environ.get("MINO_GRAPH_URL"):
+        return
+    try:
+        mode = config.stat().st_mode
+    except OSError:
+        return
+    if mode & 0o077:
+        log.warning("%s holds the shared memory journal's password and others may read it: "
+                    "chmod 600 %s (or move the password to ~/.pgpass)", config, config)
 
 
 def read_ops(source: Path) -> tuple[list[str], list[str]]:
