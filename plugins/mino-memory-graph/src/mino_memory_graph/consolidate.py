@@ -102,15 +102,16 @@ def _source_ids(graph) -> list[int]:
             and not (n.kind == "TaskEpisode" and n.label.startswith(container))]
 
 
-def _lesson_node(graph, label: str) -> int | None:
-    """The live Semantic node labelled ``label`` (lowest id), if any."""
+def _lesson_nodes(graph) -> dict[str, int]:
+    """Each lesson label's live Semantic node (the lowest id), found once per pass."""
     from .partial import find_label
 
-    for nid in find_label(graph, label):
+    out: dict[str, int] = {}
+    for nid in find_label(graph, LESSON_PREFIX, prefix=True):
         n = graph.nodes.get(nid)
         if n is not None and not n.deleted and n.area == "Semantic":
-            return nid
-    return None
+            out.setdefault(n.label, nid)
+    return out
 
 
 def plan(graph, at: int = 0, min_sources_: int | None = None):
@@ -119,16 +120,14 @@ def plan(graph, at: int = 0, min_sources_: int | None = None):
     allocated from the graph's counters: apply the ops in order in one request."""
     need = min_sources_ if min_sources_ is not None else min_sources()
     tokens = {nid: theme_tokens(graph.nodes[nid]) for nid in _source_ids(graph)}
-    df: dict[str, int] = {}
-    for toks in tokens.values():
+    holders: dict[str, list[int]] = {}  # token -> the sources holding it, by id
+    for nid, toks in tokens.items():
         for t in toks:
-            df[t] = df.get(t, 0) + 1
-    recurring = {t for t, n in df.items() if n >= need}
+            holders.setdefault(t, []).append(nid)
+    recurring = {t for t, ids in holders.items() if len(ids) >= need}
     groups: dict[tuple[str, ...], list[int]] = {}
     for token in sorted(recurring):
-        members = [nid for nid, toks in tokens.items() if token in toks]
-        if len(members) < need:
-            continue
+        members = holders[token]
         shared = frozenset.intersection(*(tokens[m] for m in members))
         sig = tuple(sorted(t for t in shared if t in recurring)[:MAX_SIGNATURE_TOKENS])
         if len(sig) < MIN_SHARED_TOKENS:
@@ -136,13 +135,14 @@ def plan(graph, at: int = 0, min_sources_: int | None = None):
         groups.setdefault(sig, members)
     ops: list[tuple[str, dict]] = []
     lessons: list[dict] = []
+    known = _lesson_nodes(graph) if groups else {}
     next_node, next_fact = graph.next_node, graph.next_fact
     for sig in sorted(groups):
         srcs = groups[sig]
         label = LESSON_PREFIX + " ".join(sig)
         sources = " ".join(f"#{nid}" for nid in srcs)
         lesson = {"label": label, "occurrences": len(srcs), "sources": srcs}
-        existing = _lesson_node(graph, label)
+        existing = known.get(label)
         if existing is not None:
             old = graph.nodes[existing].fact("sources")
             if old is not None and old.value == sources:
