@@ -87,7 +87,8 @@ def guard(call, tool, turn) -> str | None:
         if any(s in fix.value for s in ran):
             continue  # this run already did what the fix names
         warned.add(hit.node)
-        subject = failure_subject(call.arguments)[:SUBJECT_IN_FAILURE]
+        subject = safety.observed(failure_subject(call.arguments)[:SUBJECT_IN_FAILURE],
+                                  "[subject not kept: {why}]")
         sc.setdefault("pending", []).append(
             ("guarded", f"{call.name}({subject}): held once, pitfall #{hit.node}"[:400]))
         detail = re.sub(r"^\S+\(.*?\) failed: ", "", failure)[:DETAIL_SHOWN]
