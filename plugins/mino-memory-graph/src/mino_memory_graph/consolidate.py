@@ -235,7 +235,11 @@ def at_session_end(session) -> list[dict]:
     if why:
         session.notice(f"Memory: recurring themes not folded into lessons (denied by {why}).")
         return []
-    lessons = apply(store)
+    try:
+        lessons = apply(store)
+    except OSError as e:  # a shared journal's server away, a full disk: next time
+        session.notice(f"Memory: recurring themes not folded into lessons now ({e}).")
+        return []
     changed = [x for x in lessons if x["change"] != "unchanged"]
     if changed:
         session.state.setdefault(NAME, {})["consolidated"] = changed
@@ -253,11 +257,13 @@ def register_command(group, context) -> None:
         """Fold recurring themes of episodes and pitfalls into lessons (nothing is erased)."""
         from .commands import _echo_json, _open, _one
 
+        from .store import MemoryError_
+
         store = _open(context)
         try:
             lessons = apply(store)
-        except OSError as e:
-            raise click.ClickException(f"cannot write the memory journal: {e}") from None
+        except (OSError, MemoryError_) as e:
+            raise click.ClickException(_one(f"cannot write the memory journal: {e}")) from None
         finally:
             store.close()
         if as_json:
