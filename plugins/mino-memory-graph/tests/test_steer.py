@@ -356,3 +356,30 @@ def test_the_recurrence_notice_counts_the_times_before(graph_only, make_harness,
     assert "seen" not in seen[0]
     assert "this failure was seen 1 time before" in seen[1]
     assert "this failure was seen 2 times before" in seen[2]
+
+
+def test_the_retired_values_line_is_mnemos_in_the_graph_and_the_index(tmp_path):
+    path = tmp_path / "j.jsonl"
+    s = Store.open(path, use_cache=False)
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "8080")
+    for value in ("8081", "8082"):
+        with s.write() as r:
+            r.fact(n, "port", value)
+    line = ("  (2 retired values kept as history, not current \u2014 the facts above are the "
+            "current answer)")
+    whole = s.graph.state_of(n)
+    assert whole.splitlines()[1:4] == ["facts:", "  - port: 8082", line]
+    s.close()
+    lazy = Store.open(path, lazy=True)  # the text the on-disk index renders
+    assert lazy.state(n) == whole
+    lazy.close()
+    with Store.open(path, use_cache=False).write() as r:
+        m = r.create_node("Aspect", "one change")
+        r.fact(m, "k", "a")
+    s2 = Store.open(path, use_cache=False)
+    with s2.write() as r:
+        r.fact(m, "k", "b")
+    assert ("  (1 retired value kept as history, not current \u2014 the facts above are the "
+            "current answer)") in s2.graph.state_of(m)
