@@ -323,8 +323,11 @@ def test_a_mnemo_writer_and_mino_share_one_marker(graph_only, make_harness, scri
     assert m.fact("signature").value == mnemo_signature
     assert [k for _, k, _ in m.log].count("recurred") == 1
     mine = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
-    assert any(k == "outcome" and d == "Bash(sh build.sh) failed: error: missing deps for the "
-               "build [Exit code: 2]" for _, k, d in g.nodes[mine].log)
+    mino_failure = "Bash(sh build.sh) failed: error: missing deps for the build [Exit code: 2]"
+    assert any(k == "outcome" and d == mino_failure for _, k, d in g.nodes[mine].log)
+    # and the other way round: Mnemo's memsrv, meeting mino's marker first, finds it by the
+    # same signature (what Rust's failure_signature gives for its own text, worked by hand)
+    assert steer.signature(mino_failure) == mnemo_signature
     mnemo.close()
 
 
