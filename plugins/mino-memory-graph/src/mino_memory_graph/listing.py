@@ -11,6 +11,7 @@ session it was written in. Nothing dated (a journal Mnemo wrote alone): no date.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 
@@ -40,7 +41,6 @@ class Reader:
         self.store = store
         self.ix = store.index if store.index is not None and not store.graph_built else None
         self._anchors = None  # graph path: sorted [(at, date)]
-        self._dated: dict[int, str | None] = {}
         self._labels: dict[int, tuple] = {}
 
     # --- nodes ----------------------------------------------------------------------
@@ -71,13 +71,6 @@ class Reader:
         return (n.id, n.kind, n.area, n.label, bool(n.deleted), n.created_at,
                 [(f.id, f.key, f.value, f.created_at, f.active, f.superseded_by)
                  for f in n.facts])
-
-    def _log(self, id: int) -> list[tuple]:
-        if self.ix is not None:
-            return self.ix.db.execute("SELECT at, kind, detail FROM log WHERE node=? "
-                                      "ORDER BY seq", (id,)).fetchall()
-        n = self.store.graph.nodes.get(id)
-        return [tuple(e) for e in n.log] if n is not None else []
 
     def _part_of(self, id: int) -> list[int]:
         if self.ix is not None:
@@ -118,41 +111,41 @@ class Reader:
                     if f[1] == "session":
                         out["session"] = str(f[2])
         if out["session"] is None:
-            for _at, k, detail in self._log(id):
-                if k == "provenance":
-                    m = _SESSION.search(str(detail))
-                    if m:
-                        out["session"] = m.group(1)
+            for detail in self._provenance(id):
+                m = _SESSION.search(str(detail))
+                if m:
+                    out["session"] = m.group(1)
         return out
+
+    def _provenance(self, id: int) -> list[str]:
+        if self.ix is not None:
+            return [r[0] for r in self.ix.db.execute(
+                "SELECT detail FROM log WHERE node=? AND kind='provenance' ORDER BY seq",
+                (id,))]
+        n = self.store.graph.nodes.get(id)
+        return [d for _, k, d in n.log if k == "provenance"] if n is not None else []
 
     def date_of(self, at: int) -> str | None:
         """The date of logical time ``at`` (see the module docstring), or None."""
         if not at:
             return None
-        if at in self._dated:
-            return self._dated[at]
-        got = None
-        if self.ix is not None:
-            # node ids grow with ``at``: walking them down finds the newest episode
-            # created at or before ``at`` without reading the others
-            for (fj,) in self.ix.db.execute(
-                    "SELECT facts FROM nodes WHERE kind='TaskEpisode' AND created_at<=? "
-                    "AND (instr(facts, '\"started\"') OR instr(facts, '\"date\"')) "
-                    "ORDER BY id DESC LIMIT 50", (at,)):
-                got = _date_in(json.loads(fj))
-                if got:
-                    break
-        else:
-            if self._anchors is None:
-                self._anchors = sorted(
-                    (r[5], d) for r in self.rows() if r[1] == "TaskEpisode"
-                    for d in [_date_in(r[6])] if d)
-            import bisect
+        if self._anchors is None:
+            self._anchors = self._dated_episodes()
+        i = bisect.bisect_right(self._anchors, (at, "\uffff")) - 1
+        return self._anchors[i][1] if i >= 0 else None
 
-            i = bisect.bisect_right(self._anchors, (at, "\uffff")) - 1
-            got = self._anchors[i][1] if i >= 0 else None
-        self._dated[at] = got
-        return got
+    def _dated_episodes(self) -> list[tuple[int, str]]:
+        """``(created_at, date)`` of every episode that records a date, in order: one
+        read (a lookup per date would scan the table each time on a journal without
+        any)."""
+        if self.ix is not None:
+            rows = ((c, json.loads(fj)) for c, fj in self.ix.db.execute(
+                "SELECT created_at, facts FROM nodes WHERE kind='TaskEpisode' AND "
+                "(instr(facts, '\"started\"') OR instr(facts, '\"date\"'))"))
+        else:
+            rows = ((n.created_at, [(f.id, f.key, f.value) for f in n.facts])
+                    for n in self.store.graph.nodes.values() if n.kind == "TaskEpisode")
+        return sorted((c, d) for c, facts in rows for d in [_date_in(facts)] if d)
 
     def newest_at(self, row) -> int:
         return max([row[5]] + [f[3] for f in row[6]])
@@ -195,18 +188,45 @@ def listing(store, *, limit: int = 20, offset: int = 0, episodes: bool = False,
             forgotten: bool = False, kind: str | None = None) -> dict:
     """Nodes with their facts, the most recently changed first (``list``)."""
     reader = Reader(store)
-    picked, hidden = [], 0
-    for row in reader.rows():
-        if row[4] and not forgotten:
-            continue
-        if kind is not None and row[1] != kind:
-            continue
-        if is_episode(row) and not episodes and kind is None:
-            hidden += 1
-            continue
-        picked.append((reader.newest_at(row), row[0], row))
-    picked.sort(reverse=True)
-    total = len(picked)
-    page = picked[offset:offset + limit] if limit else picked[offset:]
+    hide = not episodes and kind is None
+    if reader.ix is not None:
+        ids, total, hidden = _page_from_index(reader.ix, limit, offset, hide, forgotten, kind)
+        rows = [reader.row(id) for id in ids]
+    else:
+        picked, hidden = [], 0
+        for row in reader.rows():
+            if (row[4] and not forgotten) or (kind is not None and row[1] != kind):
+                continue
+            if hide and is_episode(row):
+                hidden += 1
+                continue
+            picked.append((reader.newest_at(row), row[0], row))
+        picked.sort(reverse=True)
+        total = len(picked)
+        rows = [r for _, _, r in (picked[offset:offset + limit] if limit else picked[offset:])]
     return {"total": total, "offset": offset, "limit": limit, "episodes_hidden": hidden,
-            "nodes": [node_view(reader, row) for _, _, row in page]}
+            "nodes": [node_view(reader, row) for row in rows]}
+
+
+def _page_from_index(ix, limit: int, offset: int, hide: bool, forgotten: bool,
+                     kind: str | None) -> tuple[list[int], int, int]:
+    """One page of node ids, newest change first, ordered in SQLite (only the page's
+    rows are read into Python): ``(ids, total, episodes hidden)``."""
+    where, args = [], []
+    if not forgotten:
+        where.append("deleted=0")
+    if kind is not None:
+        where.append("kind=?")
+        args.append(kind)
+    base = " AND ".join(where) or "1"
+    hidden = 0
+    if hide:
+        hidden = ix.db.execute(f"SELECT count(*) FROM nodes WHERE {base} AND "
+                               "kind='TaskEpisode'", args).fetchone()[0]
+        base += " AND kind!='TaskEpisode'"
+    total = ix.db.execute(f"SELECT count(*) FROM nodes WHERE {base}", args).fetchone()[0]
+    ids = [r[0] for r in ix.db.execute(
+        "SELECT id, max(created_at, coalesce((SELECT max(json_extract(f.value, '$[3]')) "
+        f"FROM json_each(nodes.facts) f), 0)) AS t FROM nodes WHERE {base} "
+        "ORDER BY t DESC, id DESC LIMIT ? OFFSET ?", (*args, limit or -1, offset))]
+    return ids, total, hidden
