@@ -31,8 +31,8 @@ import os
 
 import click
 
-from .embed import tokenize
-from .memories import NAME, memory_for
+# (embed and memories are imported where used: ``mino memory``'s commands register this
+# module's command at every start, and a search must not pay for them)
 
 CONSOLIDATE_THRESHOLD = 3
 DEFAULT_MIN_SOURCES = 2
@@ -78,6 +78,8 @@ BOOKKEEPING = frozenset(("session", "turn", "started", "source", "signature", "o
 
 
 def theme_tokens(node) -> frozenset[str]:
+    from .embed import tokenize
+
     text = " ".join([node.label] + [f.value for f in node.facts
                                     if f.active and f.key not in BOOKKEEPING])
     return frozenset(t for t in (b.decode("ascii") for b in tokenize(text))
@@ -221,6 +223,7 @@ def at_session_end(session) -> list[dict]:
     Lessons are text memory writes on its own, so a deny rule on ``memory_consolidate``
     stops them."""
     from .episodes import records_episodes
+    from .memories import NAME, memory_for
 
     mem = memory_for(session.home, session.config)
     store = mem.store
