@@ -46,6 +46,7 @@ class Purge:
         self.touched = 0       # lines of the node rewritten
         self.scrubbed = 0      # other lines a quote was removed from
         self._quotes_b: list[bytes] = []
+        self._probe = (b":%d," % node, b":%d}" % node)  # how a line naming it must look
 
     # --- pass 1 ---------------------------------------------------------------------
 
@@ -60,7 +61,7 @@ class Purge:
     def learn(self, lines) -> bool:
         """Collect the node's texts; True when the node was created in ``lines``."""
         created = False
-        probe = (b":%d," % self.node, b":%d}" % self.node)
+        probe = self._probe
         for line in lines:
             if probe[0] not in line and probe[1] not in line:
                 continue
@@ -137,8 +138,15 @@ class Purge:
         new = self.scrub_fragments(text)
         return data if new == text else new.encode("utf-8", "surrogateescape")
 
-    def line(self, line: bytes) -> bytes:
-        """One journal line (with its newline, if it had one), purged."""
+    def line(self, line: bytes, suspect: bool = True) -> bytes:
+        """One journal line (with its newline, if it had one), purged. Without
+        ``suspect`` (not a known bad line), a line that is shaped like an operation and
+        names neither the node nor a quote of it is kept without being parsed: most of
+        a journal, and parsing it all was most of a purge."""
+        if (not suspect and line.startswith(b'{"') and line.rstrip(b"\n").endswith(b"}}")
+                and self._probe[0] not in line and self._probe[1] not in line
+                and not any(q in line for q in self._quotes_b)):
+            return line
         op = _parse(line)
         if op is None:  # not an operation (quarantined): any piece of the text goes
             return self.scrub_garbage(line)
@@ -233,6 +241,14 @@ def _scrub_record(p: Purge):
     return one
 
 
+def _bad_offsets(corrupt: Path) -> set:
+    """Offsets of the lines replay quarantined, as ``.corrupt`` records them (records of
+    an older journal only make a good line parsed for nothing)."""
+    from .journal import _records
+
+    return {r.get("offset") for r in _records(corrupt)}
+
+
 def purge(store, node: int, when: str) -> dict:
     """Purge ``node`` from ``store``'s journal (see the module docstring). ``when``: the
     date written in the provenance line. Raises ``LookupError`` for an unknown node."""
@@ -247,8 +263,11 @@ def purge(store, node: int, when: str) -> dict:
             _rewrite_file(journal.corrupt_path, _scrub_record(p))
         for kept in kept_journals(path):
             _rewrite_file(kept, p.line)
+        bad = _bad_offsets(journal.corrupt_path)
+        pos = 0
         for line in _lines(journal.path):
-            yield p.line(line)
+            yield p.line(line, pos in bad)
+            pos += len(line)
 
     store.rewrite(make_chunks)
     with store.write() as req:
