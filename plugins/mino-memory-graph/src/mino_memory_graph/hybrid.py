@@ -48,7 +48,10 @@ any cluster (a saved fact, a pain marker) near 0.5 however well it matched.
 
 Weights sit in the middle of a flat plateau measured on the whole LoCoMo
 development half (see ``bench/locomo_recall.py`` for the figures and the
-ablation of each signal); none was tuned to single questions.
+ablation of each signal); none was tuned to single questions.  Issue 16 kept
+them and checked each signal on the graph mino's own loop stores (``--through-loop
+--ablate``): neighbour and cluster earn their place there, temporal and hashing
+are neutral, entity could not fire (see above).
 
 Incremental contract: :meth:`HybridIndex.upsert` adds or replaces one node,
 :meth:`HybridIndex.remove` drops it, :meth:`HybridIndex.set_parent` moves it
