@@ -461,3 +461,48 @@ def test_a_big_fold_into_a_long_lived_graph_is_frozen_and_release_breaks_cycles(
     g.release()
     assert sys.getrefcount(g) == 2  # only ``g`` and the call's argument
     assert g.state_of(1).startswith("[Aspect/Semantic] n1 #1")
+
+
+# --- issue 16: the rewrite primitive, bad lines reported once --------------------------
+
+def test_journal_rewrite_replaces_the_file_whole_and_can_keep_the_old_one(jpath):
+    from mino_memory_graph.journal import Journal
+
+    s = Store.open(jpath)
+    build(s)
+    s.close()
+    old = jpath.read_bytes()
+    j = Journal(jpath)
+    with j.locked(exclusive=True):
+        kept = jpath.with_name("journal.kept.jsonl")
+        size = j.rewrite(iter([b"{}\n", b"[]\n"]), keep_old=kept)
+    assert size == 6 and jpath.read_bytes() == b"{}\n[]\n" and not j.replaced()
+    assert kept.read_bytes() == old and stat.S_IMODE(os.stat(kept).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(jpath).st_mode) == 0o600
+
+    def broken():
+        yield b"half"
+        raise OSError("disk full")
+    with j.locked(exclusive=True), pytest.raises(OSError):
+        j.rewrite(broken())
+    assert jpath.read_bytes() == b"{}\n[]\n"  # the old file, untouched
+    assert [p.name for p in jpath.parent.iterdir() if ".rewrite-" in p.name] == []
+    j.close()
+
+
+def test_bad_lines_are_unreported_until_marked(jpath):
+    s = Store.open(jpath)
+    build(s)
+    with open(jpath, "ab") as fh:
+        fh.write(b"garbage one\n")
+    s.refresh()
+    new = s.journal.unreported()
+    assert [r["raw"] for r in new] == ["garbage one"]
+    s.journal.mark_reported(new)
+    assert s.journal.unreported() == []
+    with open(jpath, "ab") as fh:
+        fh.write(b"garbage two\n")
+    s.refresh()
+    assert [r["raw"] for r in s.journal.unreported()] == ["garbage two"]
+    assert stat.S_IMODE(os.stat(s.journal.reported_path).st_mode) == 0o600
+    s.close()
