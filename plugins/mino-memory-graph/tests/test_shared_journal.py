@@ -462,3 +462,19 @@ def test_a_password_in_a_config_others_may_read_is_pointed_out(pg, tmp_path):
     assert db["mino_password"] not in out.stdout + out.stderr and "***" in out.stdout
     os.chmod(conf, 0o600)
     assert "chmod 600" not in mino(home, "memory", "stats").stderr
+
+
+def test_a_connection_lost_while_idle_is_replaced_without_a_failure(pg, tmp_path):
+    db = pg.new_database()
+    a = Store.open(home=tmp_path / "a", config=cfg(db["mino_url"]))
+    b = Store.open(home=tmp_path / "b", config=cfg(db["mino_url"]))
+    with a.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+    b.refresh()
+    pg.restart(mode="fast")  # both stores' connections are dead now, neither knows yet
+    with a.write() as r:  # the write reconnects once: no failure
+        r.fact(n, "port", "8081")
+    assert "8081" in b.state(n)  # and so does the read: it sees the other's write
+    assert not b.journal.offline and len(server_lines(pg, db)) == 2
+    a.close()
+    b.close()

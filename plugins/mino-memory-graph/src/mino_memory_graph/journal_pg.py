@@ -165,6 +165,24 @@ class SharedJournal(Journal):
             oid = conn.execute("SELECT to_regclass(%s)::oid", (TABLE,)).fetchone()[0]
         self.table_oid = int(oid)
 
+    def _on_connection(self, step):
+        """``step(conn)`` on the open connection. One that died while idle (a restarted
+        server, an idle link cut) fails on first use: it is replaced once and ``step`` run
+        again, which is safe because ``step`` only starts things (a catch-up, a write's
+        BEGIN and lock) and the dead session's transaction is gone with it."""
+        c = self.conn
+        reused = c is not None and not c.closed and not c.broken
+        conn = self._connect()
+        try:
+            return step(conn)
+        except psycopg.OperationalError:
+            if not reused:
+                raise
+            log.info("shared memory journal %s: connection lost while idle; reconnecting",
+                     self.shown)
+            self._drop()
+            return step(self._connect())
+
     def _notified(self, n) -> None:
         if self.conn is None or n.pid != self.conn.info.backend_pid:
             self.stale = True
@@ -313,10 +331,9 @@ class SharedJournal(Journal):
 
     def catch_up_now(self) -> int:
         """Catch the mirror up from the server (takes the mirror's flock); returns rows."""
-        conn = self._connect()
         with super().locked(exclusive=True):
             try:
-                return self._sync(conn)
+                return self._on_connection(self._sync)
             except psycopg.Error as e:
                 self._drop()
                 raise self._fail("reading the shared memory journal failed", e) from None
@@ -342,10 +359,12 @@ class SharedJournal(Journal):
     @contextmanager
     def _write_lock(self):
         with super().locked(exclusive=True):
-            conn = self._connect()
-            try:
+            def begin(conn):
                 conn.execute(_BEGIN_LOCKED)
                 self._sync(conn)
+
+            try:
+                self._on_connection(begin)
             except psycopg.Error as e:
                 self._drop()
                 raise self._fail("cannot write the shared memory journal", e) from None
