@@ -196,3 +196,23 @@ def test_a_process_holding_the_old_journal_sees_the_purge(tmp_path, mode):
     assert "written after the purge" in text and SECRET not in text
     assert "- after: written after the purge" in ok(home, "memory", "show", str(other)).stdout
     assert "\nok" in ok(home, "memory", "check").stdout
+
+
+def test_purge_without_the_index_removes_the_cache_and_a_stale_index(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n  graph:\n    index: off\n")
+    jpath = home / "graph" / "journal.jsonl"
+    s = Store.open(jpath)  # an earlier open with the index on left journal.index
+    with s.write() as r:
+        a = r.create_node("Aspect", f"vault phrase {SECRET}")
+        r.fact(a, "phrase", f"it is {SECRET}")
+    s.close()
+    s = Store.open(jpath, use_index=False)
+    s.save_cache()
+    s.close()
+    assert {"journal.jsonl", "journal.index", "journal.cache"} <= set(
+        files_holding(home / "graph", SECRET))
+    ok(home, "memory", "purge", str(a), "--yes")
+    assert files_holding(home / "graph", SECRET) == []
+    assert TOMBSTONE in ok(home, "memory", "show", str(a)).stdout

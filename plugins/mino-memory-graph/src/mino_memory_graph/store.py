@@ -616,6 +616,13 @@ class Store:
         if self.index is not None:
             self.index.close()
             self.index = None
+        if not self.use_index:  # an index another open left is derived from the old text
+            ix = self.path.with_suffix(".index")
+            for p in (ix, Path(str(ix) + "-journal")):
+                try:
+                    p.unlink()
+                except FileNotFoundError:
+                    pass
         if self.use_index:
             from .index import Index
 
