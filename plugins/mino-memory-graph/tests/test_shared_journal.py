@@ -431,6 +431,10 @@ def test_a_turn_with_the_server_away_recalls_and_a_save_fails_cleanly(
         {"text": "Saved."})
     h.turn("Please remember this preference for later.")
     assert any("pnpm, never npm" in ln for ln in server_lines(pg, db))
+    with pg.admin(db["db"]) as c:  # who wrote it: columns beside the line
+        who = set(c.execute("SELECT written_by_user, written_by_host, session "
+                            "FROM mino_journal").fetchall())
+    assert len(who) == 1 and list(who)[0][2] == str(h.session.id)
     pg.stop("immediate")
     try:
         h.new_session()

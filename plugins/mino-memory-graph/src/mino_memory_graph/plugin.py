@@ -28,16 +28,10 @@ def front_input(turn):
     """Recall for this message: one labelled block, or None when memory has nothing."""
     from . import loop
     from .first_use import episodes_notice
+    from .shared_offline import begin  # a shared journal's server away: recall still
 
     episodes_notice(turn.session)
-    try:
-        return loop.begin(turn)
-    except OSError:
-        from .shared_offline import is_shared, recall_only
-
-        if not is_shared(turn):
-            raise
-        return recall_only(turn)  # the server is away: recall from the local copy
+    return begin(turn, loop.begin)
 
 
 @hookimpl

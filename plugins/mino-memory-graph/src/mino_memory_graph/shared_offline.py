@@ -2,6 +2,7 @@
 
 The loop's ``begin`` records the turn's episode in the same breath as it recalls; with a
 shared journal whose server cannot be reached that write fails (``SharedJournalError``).
+``begin`` here wraps it (and names the session in the rows this turn writes).
 The turn still gets its recall block, read from the local mirror, with one line saying
 memory is read-only for now; nothing is recorded for the turn (``observe`` and ``end``
 see no episode and do nothing), and the next turn tries the server again.
@@ -15,9 +16,21 @@ NOTE = ("(Shared memory is read-only for now: its server cannot be reached; this
         "is not recorded.)")
 
 
-def is_shared(turn) -> bool:
+def begin(turn, begin_turn):
+    """``begin_turn(turn)`` (the loop's ``begin``); with a shared journal its rows name
+    this session, and a write refused because the server is away leaves the turn its
+    recall (``recall_only``). A file journal's errors are untouched."""
     session = turn.session
-    return getattr(memory_for(session.home, session.config).store.journal, "shared", False)
+    journal = memory_for(session.home, session.config).store.journal
+    shared = getattr(journal, "shared", False)
+    if shared:
+        journal.session = str(session.id)
+    try:
+        return begin_turn(turn)
+    except OSError:
+        if not shared:
+            raise
+        return recall_only(turn)
 
 
 def recall_only(turn) -> str | None:
