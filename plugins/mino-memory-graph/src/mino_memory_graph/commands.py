@@ -93,8 +93,14 @@ def _facts_lines(view: dict, limit: int | None = None, dates: bool = False) -> l
     out = []
     for f in shown:
         line = f"    {_one(f['key'])}: {_one(f['value'])}"
-        if dates and f["date"] and f["date"] != view.get("changed"):
-            line += f"   ({f['date']})"
+        # a fact learnt elsewhere or later than the memory's own line says so
+        extra = []
+        if f.get("session") and f["session"] != view["source"].get("session"):
+            extra.append(f"session {_one(f['session'])}")
+        if dates and f["date"] and (extra or f["date"] != view.get("changed")):
+            extra.append(f["date"])
+        if extra:
+            line += f"   ({', '.join(extra)})"
         out.append(line)
     if limit is not None and len(facts) > limit:
         out.append(f"    (+{len(facts) - limit} more: `mino memory show {view['node']}`)")
@@ -408,8 +414,9 @@ def register_commands(group, context):
             _echo_json(st)
             return
         episodes = st.get("episodes", st["by_kind"].get("TaskEpisode", 0))
-        click.echo(f"memories: {st['nodes'] - episodes} ({st['soft_deleted']} forgotten "
-                   f"not counted); episodes (recorded messages and sessions): {episodes}")
+        gone = f", and {st['soft_deleted']} forgotten" if st["soft_deleted"] else ""
+        click.echo(f"memories: {st['nodes'] - episodes}{gone}; episodes (recorded messages "
+                   f"and sessions): {episodes}")
         click.echo(f"facts: {st['facts']} current, {st['retired_facts']} earlier value(s) "
                    "kept in history")
         click.echo(f"journal: {st['journal']} ({st['journal_bytes']} bytes)")

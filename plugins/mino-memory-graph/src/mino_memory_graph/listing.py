@@ -21,6 +21,7 @@ from .standing import USER_LABEL
 DATE_KEYS = ("date", "started")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?: UTC)?)?")
 _SESSION = re.compile(r"\bsession ([^\s,;:()]+)")
+_FACT_SESSION = re.compile(r"^fact (?P<q>['\"])(?P<key>.*?)(?P=q): session (?P<s>[^\s,;:()]+)")
 # facts that say where or when a node was written, shown as such rather than as facts
 BOOKKEEPING = frozenset({"session", "turn", "started", "date"})
 
@@ -42,6 +43,7 @@ class Reader:
         self.ix = store.index if store.index is not None and not store.graph_built else None
         self._anchors = None  # graph path: sorted [(at, date)]
         self._labels: dict[int, tuple] = {}
+        self._prov: dict[int, list] = {}
 
     # --- nodes ----------------------------------------------------------------------
 
@@ -111,19 +113,36 @@ class Reader:
                     if f[1] == "session":
                         out["session"] = str(f[2])
         if out["session"] is None:
-            for detail in self._provenance(id):
-                m = _SESSION.search(str(detail))
-                if m:
-                    out["session"] = m.group(1)
+            # one session for the whole node only when its provenance names one (a
+            # profile collects facts from many: each fact then says its own)
+            named = {m.group(1) for _, d in self.provenance(id)
+                     for m in [_SESSION.search(str(d))] if m}
+            if len(named) == 1:
+                out["session"] = named.pop()
         return out
 
-    def _provenance(self, id: int) -> list[str]:
-        if self.ix is not None:
-            return [r[0] for r in self.ix.db.execute(
-                "SELECT detail FROM log WHERE node=? AND kind='provenance' ORDER BY seq",
-                (id,))]
-        n = self.store.graph.nodes.get(id)
-        return [d for _, k, d in n.log if k == "provenance"] if n is not None else []
+    def provenance(self, id: int) -> list[tuple[int, str]]:
+        """``(at, detail)`` of a node's ``provenance`` log lines, oldest first."""
+        if id not in self._prov:
+            if self.ix is not None:
+                self._prov[id] = self.ix.db.execute(
+                    "SELECT at, detail FROM log WHERE node=? AND kind='provenance' "
+                    "ORDER BY seq", (id,)).fetchall()
+            else:
+                n = self.store.graph.nodes.get(id)
+                self._prov[id] = [(a, d) for a, k, d in n.log
+                                  if k == "provenance"] if n is not None else []
+        return self._prov[id]
+
+    def fact_sessions(self, id: int) -> dict[tuple[str, int], str]:
+        """``(key, at) -> session`` from provenance lines that name a fact (``fact 'KEY':
+        session S, ...``, written in the same request as the fact, so with its ``at``)."""
+        out = {}
+        for at, d in self.provenance(id):
+            m = _FACT_SESSION.match(str(d))
+            if m:
+                out[(m.group("key"), at)] = m.group("s")
+        return out
 
     def date_of(self, at: int) -> str | None:
         """The date of logical time ``at`` (see the module docstring), or None."""
@@ -158,11 +177,13 @@ def is_episode(row) -> bool:
 def facts_view(reader: Reader, row, everything: bool = False) -> list[dict]:
     """A node's facts for people, newest first: current ones (all with ``everything``)."""
     out = []
+    sessions = reader.fact_sessions(row[0])
     for f in sorted(row[6], key=lambda f: (f[3], f[0]), reverse=True):
         if not (f[4] or everything):
             continue
         out.append({"id": f[0], "key": f[1], "value": f[2], "current": bool(f[4]),
-                    "date": reader.date_of(f[3]), "at": f[3], "superseded_by": f[5]})
+                    "date": reader.date_of(f[3]), "at": f[3], "superseded_by": f[5],
+                    "session": sessions.get((f[1], f[3]))})
     return out
 
 
