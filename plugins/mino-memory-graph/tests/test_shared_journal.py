@@ -356,6 +356,9 @@ def test_push_a_file_journal_then_export_it_byte_for_byte(pg, tmp_path):
     with open(source, "ab") as fh:
         fh.write(b"not an operation\n\n")
     env = {"MINO_GRAPH_URL": db["mino_url"]}
+    asked = mino(home, "memory", "push", env=env)  # nobody to answer: nothing copied
+    assert asked.returncode == 1 and "add --yes" in asked.stderr
+    assert server_lines(pg, db) == []
     pushed = mino(home, "memory", "push", "--yes", env=env)
     assert pushed.returncode == 0, pushed.stderr
     assert "Copied 4 operation(s)" in pushed.stdout and "left out byte" in pushed.stderr

@@ -5,6 +5,7 @@ Errors are one line (no password in them) and exit code 1."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -53,6 +54,10 @@ def register(group, context) -> None:
             click.echo(visible(f"left out {why}"), err=True)
         if len(left) > 10:
             click.echo(f"... and {len(left) - 10} more line(s) left out", err=True)
+        if not yes and not sys.stdin.isatty():
+            raise click.ClickException(
+                f"push copies {len(lines)} operation(s) into the shared journal; add --yes "
+                "to confirm where nobody can answer")
         journal = _shared(context)
         try:
             if not yes and not click.confirm(
