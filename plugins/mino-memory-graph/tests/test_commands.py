@@ -285,3 +285,25 @@ def test_the_same_views_without_the_index(home):
     ok(home, "memory", "forget", str(n), "--fact", "branch")
     assert "- branch: [forgotten]" in ok(home, "memory", "show", str(n)).stdout
     assert not (home / "graph" / "journal.index").exists()
+
+
+def test_a_profile_fact_says_which_session_taught_it(make_harness, scripted_server,
+                                                     mino_home, graph_only):
+    h = make_harness(config=CONFIG, approve="all")
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "editor", "value": "helix"}}]}, {"text": "Noted."})
+    h.turn("I edit code with helix, keep that in mind.")
+    first = h.session.id
+    h.new_session()
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "shell", "value": "fish"}}]}, {"text": "Noted."})
+    h.turn("My shell is fish, keep that in mind too.")
+    second = h.session.id
+    data = json.loads(ok(mino_home, "memory", "list", "--json").stdout)
+    [profile] = [n for n in data["nodes"] if n["label"] == "user preferences"]
+    by_key = {f["key"]: f["session"] for f in profile["facts"]}
+    assert by_key == {"editor": str(first), "shell": str(second)}
+    assert profile["source"]["session"] is None  # no one session taught the profile
+    out = ok(mino_home, "memory", "list").stdout
+    assert f"editor: helix   (session {first}" in out
+    assert f"shell: fish   (session {second}" in out
