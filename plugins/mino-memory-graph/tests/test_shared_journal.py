@@ -485,3 +485,22 @@ def test_a_connection_lost_while_idle_is_replaced_without_a_failure(pg, tmp_path
     assert not b.journal.offline and len(server_lines(pg, db)) == 2
     a.close()
     b.close()
+
+
+def test_passwords_from_pgpass_or_pgpassword_and_sslmode_pass_through(pg, tmp_path):
+    db = pg.new_database()
+    home = tmp_path / "home"
+    home.mkdir()
+    bare = db["mino_url"].replace(":" + db["mino_password"] + "@", "@")  # no password
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{pg.port}:{db['db']}:{db['mino']}:{db['mino_password']}\n")
+    os.chmod(passfile, 0o600)
+    for env in ({"PGPASSFILE": str(passfile)}, {"PGPASSWORD": db["mino_password"]}):
+        out = mino(home, "memory", "stats", env={"MINO_GRAPH_URL": bare, **env})
+        assert out.returncode == 0 and "unreachable" not in out.stderr, out.stderr
+        assert db["mino_password"] not in out.stdout + out.stderr
+    # sslmode reaches libpq: this cluster has no TLS, so require refuses, plainly
+    out = mino(home, "memory", "export", str(tmp_path / "x.jsonl"),
+               env={"MINO_GRAPH_URL": db["mino_url"] + "?sslmode=require"})
+    assert out.returncode == 1 and "SSL" in out.stderr and "Traceback" not in out.stderr
+    assert db["mino_password"] not in out.stderr

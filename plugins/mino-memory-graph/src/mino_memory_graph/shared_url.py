@@ -60,8 +60,11 @@ def masked(url: str) -> str:
 def scrub(text: str, url: str) -> str:
     """``text`` with the URL's password (and ``PGPASSWORD``'s) replaced by ``***``."""
     text = masked(text)
+    # libpq never repeats a password in its errors; this is for text that quotes the URL
+    # some other way. A password under 4 characters is left to ``masked``: replacing it
+    # everywhere would garble the message and tell its length and letters anyway.
     for pw in {password_of(url), os.environ.get("PGPASSWORD", "")}:
-        if pw and len(pw) >= 1:
+        if len(pw) >= 4:
             text = text.replace(pw, "***")
     return text
 
