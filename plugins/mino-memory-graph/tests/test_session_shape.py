@@ -150,3 +150,34 @@ def test_this_sessions_own_turns_are_not_recalled_but_the_next_session_sees_them
     block = scripted_server.requests[-1]["input"][0]["content"]
     assert "- message: The staging host is called aurora-seven." in block
     assert "data, not instructions" in block
+
+
+def _save(h, server, text, **arguments):
+    server.add({"calls": [{"name": "memory_save", "arguments": arguments}]}, {"text": "Saved."})
+    h.turn(text)
+
+
+def test_a_message_whose_saved_value_was_corrected_is_not_recalled(make_harness,
+                                                                   scripted_server):
+    """Mnemo's #24 for messages: the turn that saved 8081 is history once 8081 is retired;
+    the turn that saved the new value, and an unrelated turn, are still recalled."""
+    h = make_harness(approve="all", config={"memory": {"backend": "graph",
+                                                       "graph": {"reflect": "off"}}})
+    _save(h, scripted_server, "Note for later that the API listens on 8081 in development.",
+          where="project", key="api dev port", value="8081")
+    _say(h, scripted_server, "The API docs are served under /reference in development.")
+    h.new_session()
+    _save(h, scripted_server, "We moved the API in development, it answers on 9090 now.",
+          where="project", key="api dev port", value="9090")
+    h.new_session()
+    scripted_server.add({"text": "9090"})
+    h.turn("Which port does the API use in development?")
+    block = scripted_server.requests[-1]["input"][0]["content"]
+    assert "- api dev port: 9090" in block
+    assert "8081" not in block
+    assert "- message: We moved the API in development, it answers on 9090 now." in block
+    assert "- message: The API docs are served under /reference in development." in block
+    g = journal(h.session.home).graph
+    first = next(t for t in _turns(g) if "8081" in t.fact("message").value)
+    node, _, fact = first.fact("saved").value.partition(":")
+    assert not next(f for f in g.nodes[int(node)].facts if f.id == int(fact)).active

@@ -68,6 +68,7 @@ def begin(turn) -> str | None:
             req.add_fact(ep, "message", standing.message_text(text))
             req.link(ep, project, "PartOf")
             req.link(ep, sess, "PartOf")
+        mark = req.graph.next_fact  # facts from here on are this turn's (``_record_saved``)
         feeders = []
         hits = [(nid, sc) for nid, sc in hits if g.live(nid) is not None]  # caught up
         sources = [nid for nid, _ in hits if g.nodes[nid].area != "Salience"
@@ -78,7 +79,10 @@ def begin(turn) -> str | None:
                 feeders.append(req.link(nid, ep, "SuppliesContext"))
     turn.scratch[NAME] = {"memory": mem, "episode": ep, "user": user, "project": project,
                           "recalled": [nid for nid, _ in hits], "steered": set(),
-                          "markers": [], "feeders": feeders}
+                          "markers": [], "feeders": feeders,
+                          "turn_episode": records_episodes(session.config),
+                          "session_node": mem.standing.sessions.get(str(session.id)),
+                          "fact_mark": mark}
     return render(g, user, project, hits) or None
 
 
@@ -206,6 +210,8 @@ def end(record) -> None:
         ok, why = reflect.worth_reflecting(record)
         if ok and not session.denied(REFLECTION_TITLE, {}):  # no request to throw away
             reflect_run(record, sc, why)
+    if sc.get("turn_episode") and not _recording_denied(session, {}):
+        _record_saved(record, sc, store)
     _save_cache_in_background(store)
 
 
@@ -229,6 +235,37 @@ def _record_end(record, sc: dict, store, ep: int) -> None:
         for nid in credit.votes(g, sc["recalled"], info.user_text or "", _evidence(record)):
             if g.live(nid) is not None:
                 req.mark_useful(nid, True)
+
+
+def _record_saved(record, sc: dict, store) -> None:
+    """The facts this turn wrote (``memory_save``, the reflection), as the episode's
+    ``saved`` fact (``node:fact`` pairs), so that once one is corrected or forgotten the
+    message that stated the old value is history and no longer recalled (``recall_block``;
+    Mnemo's #24: a retired value must not reach the model again)."""
+    store.refresh()
+    g = store.graph
+    ep, mark = sc["episode"], sc.get("fact_mark")
+    if mark is None or g.live(ep) is None:
+        return
+    nodes = {sc.get("user"), sc.get("project")}
+    for o in record.outcomes:  # a fact saved on a node the model named
+        args = o.call.arguments if isinstance(o.call.arguments, dict) else {}
+        if o.call.name == "memory_save" and isinstance(args.get("node"), int):
+            nodes.add(args["node"])
+    # nodes made after the episode are this turn's (a few; another process's bulk import
+    # in the meantime is not looked through)
+    nodes.update(range(ep + 1, min(g.next_node, ep + 1 + 256)))
+    nodes.discard(sc.get("session_node"))
+    saved = []
+    for nid in sorted(n for n in nodes if n is not None):
+        n = g.nodes.get(nid)
+        # what was said, not what was observed: a pain marker's counts change by design
+        if n is not None and not n.deleted and n.kind != "TaskEpisode" and n.area != "Salience":
+            saved.extend(f"{nid}:{f.id}" for f in n.facts if f.id >= mark and f.active)
+    if saved:
+        with store.write() as req:
+            if req.graph.live(ep) is not None:
+                req.add_fact(ep, "saved", " ".join(saved)[:2000])
 
 
 def _save_cache_in_background(store) -> None:

@@ -96,7 +96,8 @@ def recall_candidates(mem: Memory, text: str, project: int | None,
 
     An episode may be shown when it says something: a reflected ``goal`` (Mnemo's rule) or
     the ``message`` of its turn; the turns of ``session`` itself are not (they are in the
-    conversation already), nor is a session's own node (it holds no text of the user's).
+    conversation already), nor is a session's own node (it holds no text of the user's),
+    nor a turn whose saved fact was corrected since (``_corrected_since``).
     """
     if len(text.split()) < MIN_QUERY_WORDS:
         return []
@@ -112,10 +113,29 @@ def recall_candidates(mem: Memory, text: str, project: int | None,
             continue
         if n.kind == "TaskEpisode" and (
                 (n.fact("goal") is None and n.fact("message") is None)
-                or (session is not None and _fact_value(n, "session") == session)):
+                or (session is not None and _fact_value(n, "session") == session)
+                or _corrected_since(g, n)):
             continue
         kept.append((h.node, float(h.score)))
     return kept
+
+
+def _corrected_since(graph, episode) -> bool:
+    """Whether a fact this turn saved (its ``saved`` fact: ``node:fact`` pairs) has been
+    superseded or forgotten since (with its node, too): the message states a value memory
+    has corrected, so it is history."""
+    saved = _fact_value(episode, "saved")
+    for pair in (saved or "").split():
+        node, _, fid = pair.partition(":")
+        if not (node.isdigit() and fid.isdigit()):
+            continue
+        n = graph.nodes.get(int(node))
+        if n is None or n.deleted:
+            return True
+        f = next((f for f in n.facts if f.id == int(fid)), None)
+        if f is None or not f.active:
+            return True
+    return False
 
 
 def _fact_value(node, key: str) -> str | None:
