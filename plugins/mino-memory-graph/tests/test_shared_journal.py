@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph import ops
 from mino_memory_graph.cache import same_graph
 from mino_memory_graph.journal import Report, fold_range, parse_one
 from mino_memory_graph.model import Graph
