@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,57 @@ def test_purge_without_the_index_removes_the_cache_and_a_stale_index(tmp_path):
     ok(home, "memory", "purge", str(a), "--yes")
     assert files_holding(home / "graph", SECRET) == []
     assert TOMBSTONE in ok(home, "memory", "show", str(a)).stdout
+
+
+def test_purges_while_other_processes_write_lose_no_write(tmp_path):
+    """Writers (graph over the index, and the in-memory graph) append while purges rewrite
+    the journal: every acknowledged request is in the final journal, once."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n")
+    jpath = home / "graph" / "journal.jsonl"
+    s = Store.open(jpath)
+    targets = []
+    with s.write() as r:
+        for i in range(3):
+            t = r.create_node("Aspect", f"vault phrase {i} {SECRET}")
+            r.fact(t, "phrase", f"phrase {i} is {SECRET}")
+            targets.append(t)
+    s.close()
+    writer = str(Path(__file__).with_name("writer_proc.py"))
+    count = 1500
+    acks = [tmp_path / "alpha.ack", tmp_path / "beta.ack"]
+    procs = [subprocess.Popen([sys.executable, writer, str(jpath), tag, str(count),
+                               str(tmp_path / f"{tag}.ack"), *extra])
+             for tag, extra in (("alpha", ["index"]), ("beta", []))]
+
+    def acked():
+        return [a.stat().st_size if a.exists() else 0 for a in acks]
+    try:
+        while min(acked()) == 0:  # both writing
+            time.sleep(0.01)
+        during = []
+        for t in targets:
+            ok(home, "memory", "purge", str(t), "--yes")
+            during.append(acked())
+        # the purges ran while both were still writing
+        assert any(0 < n < count for n in during[0]), during
+        for p in procs:
+            assert p.wait(timeout=300) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    text = jpath.read_text()
+    assert SECRET not in text
+    g = journal(home).graph
+    for tag in ("alpha", "beta"):
+        assert (tmp_path / f"{tag}.ack").read_bytes() == b"1" * count
+        labels = [n.label for n in g.nodes.values() if n.label.startswith(f"{tag} node")]
+        assert len(labels) == len(set(labels)) == count // 5
+        values = [f.value for n in g.nodes.values() for f in n.facts
+                  if f.value.startswith(f"{tag} value")]
+        assert len(values) == len(set(values)) == count - count // 5
+    for t in targets:
+        assert g.nodes[t].label == TOMBSTONE and g.nodes[t].deleted
+    assert "\nok" in ok(home, "memory", "check").stdout
