@@ -406,6 +406,9 @@ def test_shared_url_masking_and_choice(monkeypatch):
     monkeypatch.delenv("MNEMO_MEMORY_JOURNAL", raising=False)
     assert u.shared_url(cfg(url)) == url
     assert u.shared_url(cfg("/tmp/j.jsonl")) is None
+    monkeypatch.setenv("MNEMO_MEMORY_JOURNAL", "/tmp/j.jsonl")  # a file wins over config...
+    assert u.shared_url(cfg(url)) is None
+    assert u.shared_url(cfg(url), mnemo_wins=False) == url  # ...but not for push/export
     monkeypatch.setenv("MINO_GRAPH_URL", "postgres://x@h/db")
     assert u.shared_url(cfg("/tmp/j.jsonl")) == "postgres://x@h/db"
     # the mirror's folder names the database, never the user or password

@@ -16,7 +16,7 @@ from mino_core import visible
 def _shared(context):
     from .shared_url import shared_url
 
-    url = shared_url(context.config)
+    url = shared_url(context.config, mnemo_wins=False)
     if not url:
         raise click.ClickException(
             "no shared memory journal is configured: set memory.graph.journal to a "

@@ -24,12 +24,15 @@ def is_url(value) -> bool:
     return isinstance(value, str) and value.strip().lower().startswith(SCHEMES)
 
 
-def shared_url(config: dict | None = None) -> str | None:
-    """The configured shared journal's URL, or None for a file journal."""
+def shared_url(config: dict | None = None, mnemo_wins: bool = True) -> str | None:
+    """The configured shared journal's URL, or None for a file journal.
+
+    ``mnemo_wins``: ``MNEMO_MEMORY_JOURNAL`` (a file) wins over config, as for every open;
+    ``push`` and ``export``, which are about the shared journal and a file, pass False."""
     env = os.environ.get("MINO_GRAPH_URL", "").strip()
     if env:
         return env
-    if os.environ.get("MNEMO_MEMORY_JOURNAL"):
+    if mnemo_wins and os.environ.get("MNEMO_MEMORY_JOURNAL"):
         return None  # Mnemo's variable names a file, and it wins over config (journal.py)
     mem = (config or {}).get("memory") if isinstance(config, dict) else None
     g = mem.get("graph") if isinstance(mem, dict) else None
