@@ -43,7 +43,7 @@ def _report_quarantine(store) -> None:
     if not new and j.corrupt_path.exists():
         return
     n = len(new) or bad
-    click.echo(f"warning: {n} bad journal line(s) skipped (kept in {j.corrupt_path}); "
+    click.echo(f"warning: {n} bad journal line(s) skipped (kept in {_one(j.corrupt_path)}); "
                "`mino memory check` lists them, `mino memory check --repair` removes "
                "them from the journal", err=True)
     j.mark_reported(new)
