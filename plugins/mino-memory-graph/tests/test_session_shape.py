@@ -181,3 +181,21 @@ def test_a_message_whose_saved_value_was_corrected_is_not_recalled(make_harness,
     first = next(t for t in _turns(g) if "8081" in t.fact("message").value)
     node, _, fact = first.fact("saved").value.partition(":")
     assert not next(f for f in g.nodes[int(node)].facts if f.id == int(fact)).active
+
+
+def test_a_recalled_message_brings_the_memory_saved_from_it(make_harness, scripted_server):
+    """The block names the current facts a recalled turn saved (not the ids), once."""
+    h = make_harness(approve="all", config={"memory": {"backend": "graph",
+                                                       "graph": {"reflect": "off"}}})
+    _save(h, scripted_server,
+          "Remember how we tag releases here: a v, then year, month and a counter.",
+          where="new", label="conventions", key="format", value="vYYYY.MM.N")
+    h.new_session()
+    scripted_server.add({"text": "v2026.12.1"})
+    h.turn("How do we tag releases here again?")
+    block = scripted_server.requests[-1]["input"][0]["content"]
+    assert "- message: Remember how we tag releases here" in block
+    assert "- saved:" not in block
+    # the node itself shares no word with the question: only its message brings it
+    assert "[Aspect/Semantic] conventions" not in block
+    assert "memory saved from this message:\n     - format: vYYYY.MM.N" in block

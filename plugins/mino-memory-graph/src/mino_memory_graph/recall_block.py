@@ -138,6 +138,23 @@ def _corrected_since(graph, episode) -> bool:
     return False
 
 
+def saved_lines(graph, episode: int, shown: set[str]) -> list[str]:
+    """``- key: value`` of the facts a recalled turn saved that are still current and not
+    already in the block: the memory kept from that message (a profile shows only its
+    newest facts, so an older one would otherwise stay out of sight)."""
+    n = graph.nodes.get(episode)
+    out = []
+    for pair in ((_fact_value(n, "saved") if n is not None else None) or "").split():
+        node, _, fid = pair.partition(":")
+        m = graph.nodes.get(int(node)) if node.isdigit() else None
+        f = next((f for f in m.facts if str(f.id) == fid), None) if m is not None else None
+        line = f"- {f.key}: {f.value}" if f is not None and f.active else None
+        if line and line not in shown and len(out) < SAVED_SHOWN:
+            shown.add(line)
+            out.append(line[:300])
+    return out
+
+
 def _fact_value(node, key: str) -> str | None:
     f = node.fact(key)
     return f.value if f is not None else None
@@ -161,9 +178,13 @@ def _shown(line: str) -> str:
     return line[:m.start(2)] + f"[not shown: {safety.refusal(m.group(2))}]"
 
 
+_SAVED_LINE = re.compile(r"^\s*- saved: [\d: ]+$")  # an episode's bookkeeping (ids)
+SAVED_SHOWN = 3
+
+
 def _trimmed_state(graph, nid: int) -> list[str]:
     lines = [_shown(ln) for ln in graph.state_of(nid).splitlines()
-             if ln != "context chunks: 0"]
+             if ln != "context chunks: 0" and not _SAVED_LINE.match(ln)]
     out, size = [], 0
     for ln in lines[:STATE_LINES]:
         if size + len(ln) > STATE_CHARS:
@@ -193,20 +214,28 @@ def render(graph, user: int | None, project: int | None, hits: list[tuple[int, f
     """The one block; "" when there is nothing to say."""
     sections = []
     lines = profile_lines(graph, user)
+    shown = set(lines)
     if lines:
         sections.append([f"About the user ({standing.USER_LABEL} #{user}):", *lines])
     lines = profile_lines(graph, project)
+    shown.update(lines)
     if lines:
         sections.append([f"About this project ({graph.nodes[project].label} #{project}):",
                          *lines])
     memories = [(nid, s) for nid, s in hits if graph.nodes[nid].area != "Salience"]
     pitfalls = [nid for nid, _ in hits if graph.nodes[nid].area == "Salience"]
+    for nid, _ in memories:  # a recalled node shows its own facts
+        shown.update(f"- {f.key}: {f.value}" for f in graph.nodes[nid].facts if f.active)
     if memories:
         body = ["Recalled memories (candidates, not facts):"]
         for i, (nid, score) in enumerate(memories, 1):
             state = _trimmed_state(graph, nid)
             body.append(f"{i}. (score {score:.3f}) {state[0] if state else '#' + str(nid)}")
             body.extend("   " + ln for ln in state[1:])
+            kept = saved_lines(graph, nid, shown)
+            if kept:
+                body.append("   memory saved from this message:")
+                body.extend("     " + ln for ln in kept)
         sections.append(body)
     if pitfalls:
         sections.append([PITFALLS, *(pitfall_line(graph, nid) for nid in pitfalls)])
