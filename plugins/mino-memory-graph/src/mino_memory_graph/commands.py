@@ -65,6 +65,21 @@ def _fail(e: Exception):
     raise click.ClickException(_one(str(e).splitlines()[0]) if str(e) else type(e).__name__)
 
 
+def _missing(e: Exception, node: int, store):
+    """A memory that is not there: if its id was given out, it was forgotten with --hard
+    (only the journal has it)."""
+    try:
+        given = node < (store.index.counters()[0] if store.index is not None
+                        else store.graph.next_node)
+    except Exception:  # noqa: BLE001 - only a hint
+        given = False
+    if given and str(e).endswith("does not exist"):
+        raise click.ClickException(
+            f"{e} (one forgotten with --hard is only in the journal: `mino memory purge "
+            f"{node}` removes its text)")
+    _fail(e)
+
+
 def _today() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
@@ -235,7 +250,7 @@ def register_commands(group, context):
         try:
             click.echo(visible(store.state(node), lines=True), nl=False)
         except MemoryError_ as e:
-            _fail(e)
+            _missing(e, node, store)
         finally:
             store.close()
 
@@ -262,7 +277,7 @@ def register_commands(group, context):
             row = reader.row(node)
             h["source"] = reader.source(row) if row else {}
         except MemoryError_ as e:
-            _fail(e)
+            _missing(e, node, store)
         finally:
             store.close()
         if as_json:
