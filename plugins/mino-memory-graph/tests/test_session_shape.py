@@ -199,3 +199,14 @@ def test_a_recalled_message_brings_the_memory_saved_from_it(make_harness, script
     # the node itself shares no word with the question: only its message brings it
     assert "[Aspect/Semantic] conventions" not in block
     assert "memory saved from this message:\n     - format: vYYYY.MM.N" in block
+
+
+def test_a_secret_in_a_message_is_redacted_before_it_is_recorded(make_harness, scripted_server,
+                                                                 mino_home):
+    h = _agent(make_harness)
+    key = "sk-proj-" + "Q7f2Kx9mZp4Lw8Rt3Vb6Nc1Hy5Jd0Gs"
+    _say(h, scripted_server, f"Deploy with the key {key} to the staging cluster please.")
+    raw = (mino_home / "graph" / "journal.jsonl").read_text()
+    assert key not in raw and "Q7f2Kx9mZp4L" not in raw
+    msg = _turns(journal(mino_home).graph)[0].fact("message").value
+    assert msg == "Deploy with the key [redacted] to the staging cluster please."
