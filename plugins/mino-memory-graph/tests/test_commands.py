@@ -170,6 +170,10 @@ def test_forget_a_memory_says_the_text_stays_until_a_purge(home):
     for out, n in ((soft, a), (hard, b)):
         assert f"The text stays in the journal until `mino memory purge {n}`" in out
     assert "hard" in hard
+    gone = mino(home, "memory", "history", str(b))
+    assert gone.returncode == 1 and f"`mino memory purge {b}` removes its text" in gone.stderr
+    never = mino(home, "memory", "history", "99")
+    assert never.returncode == 1 and "purge" not in never.stderr
 
 
 @pytest.mark.parametrize("args, says", [
