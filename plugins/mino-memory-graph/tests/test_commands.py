@@ -311,3 +311,20 @@ def test_a_profile_fact_says_which_session_taught_it(make_harness, scripted_serv
     out = ok(mino_home, "memory", "list").stdout
     assert f"editor: helix   (session {first}" in out
     assert f"shell: fish   (session {second}" in out
+
+
+def test_search_list_and_history_import_no_numpy(home):
+    s = Store.open(home / "graph" / "journal.jsonl")
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "8081")
+    s.close()
+    code = ("import sys, atexit\n"
+            "atexit.register(lambda: sys.stderr.write(f\"numpy={'numpy' in sys.modules}\\n\"))\n"
+            "sys.argv = ['mino', 'memory'] + sys.argv[1:]\n"
+            "from mino_core.cli import main\nmain()\n")
+    for args in (["search", "deploy port"], ["list"], ["history", str(n)]):
+        r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                           text=True, timeout=120, cwd=home, env=isolated_env(home))
+        assert r.returncode == 0, r.stderr
+        assert "numpy=False" in r.stderr, (args, r.stderr)
