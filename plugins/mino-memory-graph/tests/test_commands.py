@@ -328,3 +328,15 @@ def test_search_list_and_history_import_no_numpy(home):
                            text=True, timeout=120, cwd=home, env=isolated_env(home))
         assert r.returncode == 0, r.stderr
         assert "numpy=False" in r.stderr, (args, r.stderr)
+
+
+def test_search_with_the_mnemo_scorer_shows_the_same_views(home):
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n  graph:\n    scorer: mnemo\n")
+    s = Store.open(home / "graph" / "journal.jsonl")
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "the deploy service listens on 8081")
+    s.close()
+    out = ok(home, "memory", "search", "which port does deploy use").stdout
+    assert f"#{n} deploy port" in out and "port: the deploy service listens on 8081" in out
+    assert "mnemo" in ok(home, "memory", "search", "deploy port", "--explain").stdout

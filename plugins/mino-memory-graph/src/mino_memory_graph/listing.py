@@ -40,7 +40,9 @@ class Reader:
 
     def __init__(self, store):
         self.store = store
-        self.ix = store.index if store.index is not None and not store.graph_built else None
+        # the index whenever it is open: it is kept in step with every write, whatever
+        # graph this store also built (a partial graph holds only the nodes it touched)
+        self.ix = store.index
         self._anchors = None  # graph path: sorted [(at, date)]
         self._labels: dict[int, tuple] = {}
         self._prov: dict[int, list] = {}
