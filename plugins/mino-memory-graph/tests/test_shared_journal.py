@@ -506,3 +506,39 @@ def test_passwords_from_pgpass_or_pgpassword_and_sslmode_pass_through(pg, tmp_pa
                env={"MINO_GRAPH_URL": db["mino_url"] + "?sslmode=require"})
     assert out.returncode == 1 and "SSL" in out.stderr and "Traceback" not in out.stderr
     assert db["mino_password"] not in out.stderr
+
+
+def test_the_owner_purges_every_machine_forgets_and_the_grants_stay(pg, tmp_path):
+    db = pg.new_database()
+    a = Store.open(home=tmp_path / "a", config=cfg(db["mino_url"]))
+    with a.write() as r:
+        n = r.create_node("Aspect", "deploy token")
+        r.fact(n, "token", "hunter2-secret-value")
+        keep = r.create_node("Aspect", "tests run with pnpm")
+    b = Store.open(home=tmp_path / "b", config=cfg(db["mino_url"]))
+    assert "hunter2-secret-value" in b.journal.path.read_text()
+    with pg.admin(db["db"]) as c:
+        before = c.execute("SELECT written_by_user, written_by_host, session, written_at "
+                           "FROM mino_journal ORDER BY seq").fetchall()
+    (tmp_path / "o").mkdir()
+    out = mino(tmp_path / "o", "memory", "purge", str(n), "--yes",
+               env={"MINO_GRAPH_URL": db["owner_url"]})
+    assert out.returncode == 0, out.stderr
+    lines = server_lines(pg, db)
+    assert not any("hunter2" in ln or "deploy token" in ln for ln in lines)
+    assert any("tests run with pnpm" in ln for ln in lines)
+    with pg.admin(db["db"]) as c:  # who wrote each row and when, kept line for line
+        after = c.execute("SELECT written_by_user, written_by_host, session, written_at "
+                          "FROM mino_journal ORDER BY seq").fetchall()
+    assert after[:len(before)] == before and len(after) > len(before)  # + the provenance
+    # the other machines' copies start over on their next read, and they still write
+    time.sleep(0.3)
+    b.refresh()
+    assert b.journal.path.read_bytes() == ("\n".join(lines) + "\n").encode()
+    assert "hunter2" not in b.state(n) and "pnpm" in b.state(keep)
+    with a.write() as r:
+        r.fact(keep, "runner", "pnpm test")
+    assert "hunter2" not in a.journal.path.read_text() and a.check()["ok"]
+    a.close()
+    b.close()
+    assert len(server_lines(pg, db)) == len(lines) + 1

@@ -260,9 +260,6 @@ class SharedJournal(Journal):
             self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT
                               | getattr(os, "O_CLOEXEC", 0), 0o600)
         st = self._state()
-        if st.get("table") not in (None, self.table_oid):
-            self._restart_mirror("the table was made again")
-            st = self._state()
         seq, nbytes = st["seq"], st["bytes"]
         size = os.fstat(self.fd).st_size
         if size < nbytes:
@@ -289,9 +286,11 @@ class SharedJournal(Journal):
                         f"LIMIT %s) ORDER BY 1", (seq, BATCH))
             rows = cur.fetchall()
             oid = rows.pop(0)[1]
-            if first and oid is not None and int(oid) != self.table_oid:
+            if first and oid is not None:
+                # the copy's record, not this connection's memory, says which table it
+                # holds: another process here may have rewritten both (an owner's purge)
                 self.table_oid = int(oid)
-                if st.get("table") is not None:
+                if st.get("table") not in (None, self.table_oid):
                     self._restart_mirror("the table was made again")
                     return self._sync(conn)
             first = False
@@ -421,14 +420,36 @@ class SharedJournal(Journal):
         return size
 
     def rewrite(self, chunks, keep_old=None) -> int:
-        """A purge or repair rewrites the journal: never through the role mino uses,
-        which may only read and add. Refused with what the owner does instead."""
-        raise SharedJournalError(
-            f"the shared memory journal ({self.shown}) is append-only for the role mino "
-            f"uses (SELECT and INSERT only); rewriting it needs the table's owner: "
-            f"`mino memory export FILE`, rewrite FILE with MNEMO_MEMORY_JOURNAL=FILE, then "
-            f"as the owner drop and re-create {TABLE} (see the README) and "
-            f"`mino memory push FILE`; every machine's copy then starts over")
+        """A purge or repair (``Store.rewrite``, under the write lock): only the table's
+        owner may; the role mino uses is refused, plainly. As the owner the table is made
+        again with the new lines (``shared_rewrite``), committed, and then this machine's
+        copy is rewritten as a file journal is. Returns the copy's new size."""
+        from . import shared_rewrite
+
+        if not self._in_write:
+            raise RuntimeError("rewrite outside a write request of the shared journal")
+        conn = self.conn
+        try:
+            if not shared_rewrite.is_owner(conn):
+                raise shared_rewrite.refusal(self.shown)
+            data = b"".join(chunks)
+            lines = data.decode("utf-8").split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            oid, last = shared_rewrite.rewrite_table(conn, lines,
+                                                     (self.user, self.host, self.session))
+            conn.execute(_NOTIFY_COMMIT)
+        except psycopg.Error as e:
+            self._drop()
+            raise self._fail("rewriting the shared memory journal failed; nothing changed",
+                             e) from None
+        except UnicodeDecodeError:
+            raise SharedJournalError("the rewritten journal is not UTF-8; nothing changed") \
+                from None
+        self.table_oid = oid
+        size = super().rewrite([data], keep_old)
+        self._save_state(last, size)
+        return size
 
     def _tell_offline(self, e: SharedJournalError) -> None:
         """One line, once per outage and process (however many stores it opens):
