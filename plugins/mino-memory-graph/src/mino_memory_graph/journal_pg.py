@@ -24,6 +24,8 @@ the mirror exactly as it reads a file journal; only locking and appending differ
   then, and the table's oid (a table dropped and made again is another journal: the
   mirror starts over). A crash between the mirror's append and that record is found by
   the size: the extra bytes are kept when they are the next rows' lines, else cut.
+- A purge or repair (``rewrite``): the table's owner only; the table is made again
+  (``shared_rewrite.py``) and every mirror starts over.
 - Server unreachable: reads go on from the mirror with a one-line notice (once per
   process, a warning); a write raises ``SharedJournalError`` (an ``OSError``, which every
   write path already reports in one line) and nothing is appended anywhere.
