@@ -245,7 +245,8 @@ def run(pg: PgServer, tmp: Path, nodes: int, runs: int, writes: int) -> int:
     fpath = fhome / "graph" / "journal.jsonl"
     shutil.copy(src, fpath)
     db = pg.new_database()
-    from mino_memory_graph.journal_pg import open_shared, push, read_ops
+    from mino_memory_graph.journal_pg import open_shared
+    from mino_memory_graph.shared_transfer import push, read_ops
 
     j = open_shared(db["mino_url"], tmp / "pusher")
     t = time.perf_counter()

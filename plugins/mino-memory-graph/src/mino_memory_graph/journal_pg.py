@@ -76,8 +76,8 @@ _TOLD: set[str] = set()  # URLs whose outage this process has told of (once each
 
 # One round trip each (the simple protocol runs both statements): a write's start, and
 # its end (the NOTIFY is delivered at the commit, to the others only: see ``_notified``)
-_BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_KEY})"
-_NOTIFY_COMMIT = f"SELECT pg_notify('{CHANNEL}', ''); COMMIT"
+BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_KEY})"
+NOTIFY_COMMIT = f"SELECT pg_notify('{CHANNEL}', ''); COMMIT"
 IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
@@ -115,14 +115,14 @@ class SharedJournal(Journal):
 
     # --- the connection -----------------------------------------------------------
 
-    def _fail(self, what: str, e: Exception) -> SharedJournalError:
+    def error(self, what: str, e: Exception) -> SharedJournalError:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return SharedJournalError(_url.scrub(f"{what} ({self.shown}): {msg}", self.url))
 
-    def _connect(self) -> psycopg.Connection:
+    def connect(self) -> psycopg.Connection:
         if self.conn is not None and not self.conn.closed and not self.conn.broken:
             return self.conn
-        self._drop()
+        self.disconnect()
         kw = {"application_name": "mino"}
         if "connect_timeout" not in self.url:
             kw["connect_timeout"] = CONNECT_TIMEOUT
@@ -133,7 +133,7 @@ class SharedJournal(Journal):
         except psycopg.Error as e:
             self.offline = _url.scrub(str(e).strip().splitlines()[0] if str(e).strip()
                                       else type(e).__name__, self.url)
-            raise self._fail("the shared memory journal is unreachable", e) from None
+            raise self.error("the shared memory journal is unreachable", e) from None
         try:
             self._ensure_table(conn)
             conn.add_notify_handler(self._notified)
@@ -143,7 +143,7 @@ class SharedJournal(Journal):
             raise
         except psycopg.Error as e:
             conn.close()
-            raise self._fail("the shared memory journal is not usable", e) from None
+            raise self.error("the shared memory journal is not usable", e) from None
         self.conn = conn
         self.stale = True  # what was written while we were away was not notified
         if self.offline:
@@ -174,7 +174,7 @@ class SharedJournal(Journal):
         BEGIN and lock) and the dead session's transaction is gone with it."""
         c = self.conn
         reused = c is not None and not c.closed and not c.broken
-        conn = self._connect()
+        conn = self.connect()
         try:
             return step(conn)
         except psycopg.OperationalError:
@@ -182,14 +182,14 @@ class SharedJournal(Journal):
                 raise
             log.info("shared memory journal %s: connection lost while idle; reconnecting",
                      self.shown)
-            self._drop()
-            return step(self._connect())
+            self.disconnect()
+            return step(self.connect())
 
     def _notified(self, n) -> None:
         if self.conn is None or n.pid != self.conn.info.backend_pid:
             self.stale = True
 
-    def _drop(self) -> None:
+    def disconnect(self) -> None:
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -212,7 +212,7 @@ class SharedJournal(Journal):
             self.stale = True
 
     def close(self) -> None:
-        self._drop()
+        self.disconnect()
         super().close()
 
     # --- the local record of what the mirror holds --------------------------------
@@ -252,7 +252,7 @@ class SharedJournal(Journal):
         # ``ino`` stays the old file's until the store reopens: ``replaced`` tells it
         self._save_state(0, 0)
 
-    def _sync(self, conn) -> int:
+    def sync(self, conn) -> int:
         """Append to the mirror every row after the last ``seq`` it holds; returns how
         many. Runs inside the caller's transaction (a write's, under the advisory lock)."""
         if os.stat(self.path).st_ino != os.fstat(self.fd).st_ino:
@@ -294,7 +294,7 @@ class SharedJournal(Journal):
                 self.table_oid = int(oid)
                 if st.get("table") not in (None, self.table_oid):
                     self._restart_mirror("the table was made again")
-                    return self._sync(conn)
+                    return self.sync(conn)
             first = False
             if not rows:
                 break
@@ -334,10 +334,10 @@ class SharedJournal(Journal):
         """Catch the mirror up from the server (takes the mirror's flock); returns rows."""
         with super().locked(exclusive=True):
             try:
-                return self._on_connection(self._sync)
+                return self._on_connection(self.sync)
             except psycopg.Error as e:
-                self._drop()
-                raise self._fail("reading the shared memory journal failed", e) from None
+                self.disconnect()
+                raise self.error("reading the shared memory journal failed", e) from None
 
     # --- the journal interface ----------------------------------------------------
 
@@ -361,14 +361,14 @@ class SharedJournal(Journal):
     def _write_lock(self):
         with super().locked(exclusive=True):
             def begin(conn):
-                conn.execute(_BEGIN_LOCKED)
-                self._sync(conn)
+                conn.execute(BEGIN_LOCKED)
+                self.sync(conn)
 
             try:
                 self._on_connection(begin)
             except psycopg.Error as e:
-                self._drop()
-                raise self._fail("cannot write the shared memory journal", e) from None
+                self.disconnect()
+                raise self.error("cannot write the shared memory journal", e) from None
             self._in_write = True
             try:
                 yield
@@ -379,7 +379,7 @@ class SharedJournal(Journal):
                     try:
                         c.execute("ROLLBACK")  # nothing appended: the lock goes
                     except psycopg.Error:
-                        self._drop()
+                        self.disconnect()
 
     def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
         """INSERT the request's lines and commit; only then append them to the mirror."""
@@ -396,8 +396,8 @@ class SharedJournal(Journal):
                 f"ORDER BY i RETURNING seq, line",
                 (self.user, self.host, self.session, lines)).fetchall()
         except psycopg.Error as e:
-            self._drop()
-            raise self._fail("cannot write the shared memory journal; nothing was saved",
+            self.disconnect()
+            raise self.error("cannot write the shared memory journal; nothing was saved",
                              e) from None
         rows.sort()
         if [r[1] for r in rows] != lines:  # never expected: the mirror must equal the table
@@ -405,10 +405,10 @@ class SharedJournal(Journal):
             raise SharedJournalError("the shared journal's rows came back out of order; "
                                      "nothing was saved")
         try:
-            conn.execute(_NOTIFY_COMMIT)
+            conn.execute(NOTIFY_COMMIT)
         except psycopg.Error as e:
-            self._drop()
-            raise self._fail("the shared memory journal went away during the commit: the "
+            self.disconnect()
+            raise self.error("the shared memory journal went away during the commit: the "
                              "write may or may not be saved (the next read shows which)",
                              e) from None
         payload = "".join(r[1] + "\n" for r in rows).encode("utf-8")
@@ -440,10 +440,10 @@ class SharedJournal(Journal):
                 lines.pop()
             oid, last = shared_rewrite.rewrite_table(conn, lines,
                                                      (self.user, self.host, self.session))
-            conn.execute(_NOTIFY_COMMIT)
+            conn.execute(NOTIFY_COMMIT)
         except psycopg.Error as e:
-            self._drop()
-            raise self._fail("rewriting the shared memory journal failed; nothing changed",
+            self.disconnect()
+            raise self.error("rewriting the shared memory journal failed; nothing changed",
                              e) from None
         except UnicodeDecodeError:
             raise SharedJournalError("the rewritten journal is not UTF-8; nothing changed") \
@@ -484,105 +484,6 @@ def _check_private(config: Path, url: str) -> None:
     if mode & 0o077:
         log.warning("%s holds the shared memory journal's password and others may read it: "
                     "chmod 600 %s (or move the password to ~/.pgpass)", config, config)
-
-
-def read_ops(source: Path) -> tuple[list[str], list[str]]:
-    """The operation lines of a file journal, exactly as written, and one line per line
-    left out (not UTF-8, not an operation). Blank lines are padding, left out silently."""
-    from .journal import parse_one
-
-    keep, left = [], []
-    offset = 0
-    with open(source, "rb") as f:
-        for raw in f:
-            at, offset = offset, offset + len(raw)
-            body = raw[:-1] if raw.endswith(b"\n") else raw
-            try:
-                line = body.decode("utf-8")
-            except UnicodeDecodeError:
-                left.append(f"byte {at}: not utf-8")
-                continue
-            if not line.strip():
-                continue
-            try:
-                parse_one(line)
-            except ValueError as e:
-                left.append(f"byte {at}: {e}")
-                continue
-            keep.append(line)
-    return keep, left
-
-
-def push(journal: SharedJournal, lines: list[str]) -> int:
-    """Copy ``lines`` into the shared journal, which must be empty (ids are kept as they
-    are, so two journals' ids are never mixed); then the local mirror catches up."""
-    conn = journal._connect()
-    with Journal.locked(journal, exclusive=True):
-        try:
-            conn.execute(_BEGIN_LOCKED)
-            if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})").fetchone()[0]:
-                conn.execute("ROLLBACK")
-                raise SharedJournalError(
-                    f"the shared memory journal ({journal.shown}) already holds operations; "
-                    "push copies a file journal into an empty one only")
-            with conn.cursor().copy(f"COPY {TABLE} (line, written_by_user, written_by_host, "
-                                    "session) FROM STDIN") as cp:
-                for line in lines:
-                    cp.write_row((line, journal.user, journal.host, journal.session))
-            conn.execute(_NOTIFY_COMMIT)
-            journal._sync(conn)
-        except psycopg.Error as e:
-            journal._drop()
-            raise journal._fail("pushing to the shared memory journal failed; nothing was "
-                                "saved", e) from None
-    return len(lines)
-
-
-def export(journal: SharedJournal, dest: Path) -> int:
-    """Write every line of the shared journal, in ``seq`` order, to a new file journal
-    at ``dest`` (0600; never over an existing file). Returns the operations written."""
-    conn = journal._connect()
-    dest = Path(dest)
-    if dest.exists():
-        raise SharedJournalError(f"{dest} exists; export writes a new file only")
-    tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
-                 0o600)
-    n = 0
-    try:
-        try:
-            buf = []
-            with conn.cursor().copy(f"COPY (SELECT line FROM {TABLE} ORDER BY seq) "
-                                    "TO STDOUT") as cp:
-                for (line,) in cp.rows():
-                    buf.append(line)
-                    n += 1
-                    if len(buf) >= BATCH:
-                        _write_all(fd, ("\n".join(buf) + "\n").encode("utf-8"))
-                        buf = []
-            if buf:
-                _write_all(fd, ("\n".join(buf) + "\n").encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.link(tmp, dest)  # fails, rather than replaces, when dest appeared meanwhile
-    except psycopg.Error as e:
-        journal._drop()
-        raise journal._fail("reading the shared memory journal failed", e) from None
-    except FileExistsError:
-        raise SharedJournalError(f"{dest} exists; export writes a new file only") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-    return n
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def open_shared(url: str, home=None) -> SharedJournal:

@@ -43,7 +43,8 @@ def register(group, context) -> None:
     @click.option("--yes", is_flag=True, help="Do not ask; copy at once.")
     def push_cmd(source, yes):
         """Copy a file journal (default: this home's) into the empty shared journal."""
-        from .journal_pg import SharedJournalError, push, read_ops
+        from .journal_pg import SharedJournalError
+        from .shared_transfer import push, read_ops
 
         source = source or _file_journal(context)
         try:
@@ -77,7 +78,8 @@ def register(group, context) -> None:
     @click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
     def export_cmd(dest):
         """Write the shared journal to a new file journal (one Mnemo reads)."""
-        from .journal_pg import SharedJournalError, export
+        from .journal_pg import SharedJournalError
+        from .shared_transfer import export
 
         journal = _shared(context)
         try:

@@ -11,7 +11,7 @@ rewrite makes the table again, in one transaction under the write's advisory loc
    rows inserted in order, and the old table's grants given again.
 
 Every other machine's copy then starts over on its next read: the table's oid changed
-(``SharedJournal._sync``). Other readers wait on the drop's lock meanwhile.
+(``SharedJournal.sync``). Other readers wait on the drop's lock meanwhile.
 """
 from __future__ import annotations
 
