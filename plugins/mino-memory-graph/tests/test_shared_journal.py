@@ -305,6 +305,7 @@ def test_unreachable_server_recall_goes_on_writes_fail_cleanly(pg, tmp_path):
         forget = mino(home, "memory", "forget", str(n))
         assert forget.returncode == 1
         assert "unreachable" in forget.stderr and "Traceback" not in forget.stderr
+        assert "unexpected" not in forget.stderr
         for out in (found, forget):
             assert db["mino_password"] not in out.stdout + out.stderr
         # the loop's own reads: a store opened offline recalls; a write raises OSError

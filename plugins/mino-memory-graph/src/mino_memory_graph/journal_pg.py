@@ -47,6 +47,7 @@ import psycopg
 
 from . import shared_url as _url
 from .journal import Journal, sibling
+from .store import MemoryError_
 
 log = logging.getLogger("mino.memory.graph")
 
@@ -81,8 +82,10 @@ NOTIFY_COMMIT = f"SELECT pg_notify('{CHANNEL}', ''); COMMIT"
 IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
-class SharedJournalError(OSError):
-    """The shared journal cannot do what was asked: one line for people, no password."""
+class SharedJournalError(OSError, MemoryError_):
+    """The shared journal cannot do what was asked: one line for people, no password.
+    An ``OSError`` for the paths that write (the tools say "nothing was saved"), and a
+    ``MemoryError_`` for the ``mino memory`` commands, which print those in one line."""
 
 
 class SharedJournal(Journal):
