@@ -87,10 +87,11 @@ class PgServer:
                   "--no-sync", "--no-instructions", timeout=120)
         self._run("mkdir", "-p", str(self.base / "sock"))
         self.port = free_port()
-        self._start()
+        self.serve()
         return self
 
-    def _start(self) -> None:
+    def serve(self) -> None:
+        """Start the server of the cluster (again, after ``stop``), on the same port."""
         opts = (f"-k {self.base / 'sock'} -p {self.port} -c listen_addresses=127.0.0.1 "
                 "-c max_connections=60")
         if not self.durable:
@@ -108,7 +109,7 @@ class PgServer:
     def restart(self, down_for: float = 0.0, mode: str = "immediate") -> None:
         self.stop(mode)
         time.sleep(down_for)
-        self._start()
+        self.serve()
 
     def close(self) -> None:
         self.stop("immediate")
