@@ -210,3 +210,17 @@ def test_a_secret_in_a_message_is_redacted_before_it_is_recorded(make_harness, s
     assert key not in raw and "Q7f2Kx9mZp4L" not in raw
     msg = _turns(journal(mino_home).graph)[0].fact("message").value
     assert msg == "Deploy with the key [redacted] to the staging cluster please."
+
+
+def test_a_turn_whose_save_the_person_declined_is_not_recalled(make_harness, scripted_server):
+    h = make_harness(approve={"memory_save": False},
+                     config={"memory": {"backend": "graph", "graph": {"reflect": "off"}}})
+    _save(h, scripted_server, "Jot down that the vendor contract renews on 3 March.",
+          where="project", key="vendor contract", value="renews 3 March")
+    _say(h, scripted_server, "The vendor portal login lives in the shared vault.")
+    h.new_session()
+    scripted_server.add({"text": "I do not know."})
+    h.turn("When does the vendor contract renew?")
+    block = scripted_server.requests[-1]["input"][0]["content"]
+    assert "3 March" not in block
+    assert "- message: The vendor portal login lives in the shared vault." in block

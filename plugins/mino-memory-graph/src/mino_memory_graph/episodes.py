@@ -241,7 +241,8 @@ def _record_saved(record, sc: dict, store) -> None:
     """The facts this turn wrote (``memory_save``, the reflection), as the episode's
     ``saved`` fact (``node:fact`` pairs), so that once one is corrected or forgotten the
     message that stated the old value is history and no longer recalled (``recall_block``;
-    Mnemo's #24: a retired value must not reach the model again)."""
+    Mnemo's #24: a retired value must not reach the model again); and a ``declined`` fact
+    when the person refused to keep memory from the turn."""
     store.refresh()
     g = store.graph
     ep, mark = sc["episode"], sc.get("fact_mark")
@@ -262,10 +263,28 @@ def _record_saved(record, sc: dict, store) -> None:
         # what was said, not what was observed: a pain marker's counts change by design
         if n is not None and not n.deleted and n.kind != "TaskEpisode" and n.area != "Salience":
             saved.extend(f"{nid}:{f.id}" for f in n.facts if f.id >= mark and f.active)
-    if saved:
+    declined = _declined(record, g.nodes[ep])
+    if saved or declined:
         with store.write() as req:
             if req.graph.live(ep) is not None:
-                req.add_fact(ep, "saved", " ".join(saved)[:2000])
+                if saved:
+                    req.add_fact(ep, "saved", " ".join(saved)[:2000])
+                if declined:
+                    req.add_fact(ep, "declined", declined)
+
+
+def _declined(record, episode) -> str | None:
+    """What the person declined to keep from this turn (a ``memory_save`` call refused, the
+    reflection's proposal declined: ``reflection_offer`` logs it on the episode), or None.
+    Such a turn's message is not recalled later (``recall_block``): they said no to it."""
+    why = []
+    if any(o.call.name == "memory_save" and o.result.status.value == "denied"
+           for o in record.outcomes):
+        why.append("a memory save")
+    if any(kind == "reflection" and detail.startswith("declined")
+           for _at, kind, detail in episode.log[-8:]):
+        why.append("the reflection")
+    return " and ".join(why) + " declined by the user" if why else None
 
 
 def _save_cache_in_background(store) -> None:

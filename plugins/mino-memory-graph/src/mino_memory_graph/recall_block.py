@@ -97,7 +97,8 @@ def recall_candidates(mem: Memory, text: str, project: int | None,
     An episode may be shown when it says something: a reflected ``goal`` (Mnemo's rule) or
     the ``message`` of its turn; the turns of ``session`` itself are not (they are in the
     conversation already), nor is a session's own node (it holds no text of the user's),
-    nor a turn whose saved fact was corrected since (``_corrected_since``).
+    nor a turn whose saved fact was corrected since (``_corrected_since``), nor one the
+    person declined to keep memory from (a refused save or reflection: ``declined``).
     """
     if len(text.split()) < MIN_QUERY_WORDS:
         return []
@@ -114,7 +115,7 @@ def recall_candidates(mem: Memory, text: str, project: int | None,
         if n.kind == "TaskEpisode" and (
                 (n.fact("goal") is None and n.fact("message") is None)
                 or (session is not None and _fact_value(n, "session") == session)
-                or _corrected_since(g, n)):
+                or n.fact("declined") is not None or _corrected_since(g, n)):
             continue
         kept.append((h.node, float(h.score)))
     return kept
