@@ -67,8 +67,12 @@ class PgServer:
     def start(self) -> "PgServer":
         if self.bin is None:
             raise Unavailable("PostgreSQL is not installed (bash scripts/postgres.sh installs it)")
-        self.base = Path(tempfile.mkdtemp(prefix="mino-pg-"))
-        if os.geteuid() == 0:
+        root = os.geteuid() == 0
+        # as root, in /tmp itself: nobody must be able to reach the folder, and a TMPDIR
+        # may sit inside a private one
+        self.base = Path(tempfile.mkdtemp(prefix="mino-pg-",
+                                          dir="/tmp" if root and os.path.isdir("/tmp") else None))
+        if root:
             try:
                 nobody = pwd.getpwnam("nobody")
             except KeyError:
