@@ -16,7 +16,8 @@ session; and the label and text of a turn's episode.
 - Turn episode: ``task: <first 80 characters of the message>``, a TaskEpisode PartOf the
   project (the scope) and PartOf its session (the cluster: hybrid-v1's neighbour and
   cluster signals read the turns of one session in order), with facts ``session``,
-  ``turn`` and ``message`` (the whole message, secret-shaped strings redacted, capped).
+  ``turn`` and ``message`` (the whole message, secret-shaped strings redacted, capped; a
+  placeholder where the reflection's filter refuses it).
 
 Lookups are cached per store and checked again under the write lock, so two processes
 never create a second profile or project node.
@@ -140,9 +141,12 @@ def is_profile(graph: Graph, node_id: int) -> bool:
 
 
 def _one_line(text: str) -> str:
-    from .safety import redact
+    """A message as memory keeps it: one line, redacted, and a placeholder where the
+    reflection's filter refuses it. A message can carry outside text (``mino -p`` with a
+    piped file appends it), and memory records it unasked."""
+    from .safety import observed
 
-    return redact(" ".join((text or "").split()))
+    return observed(" ".join((text or "").split()), "[message not kept: {why}]")
 
 
 def episode_label(text: str) -> str:
