@@ -97,8 +97,8 @@ def recall_candidates(mem: Memory, text: str, project: int | None,
     An episode may be shown when it says something: a reflected ``goal`` (Mnemo's rule) or
     the ``message`` of its turn; the turns of ``session`` itself are not (they are in the
     conversation already), nor is a session's own node (it holds no text of the user's),
-    nor a turn whose saved fact was corrected since (``_corrected_since``), nor one the
-    person declined to keep memory from (a refused save or reflection: ``declined``).
+    nor a turn whose saved fact was corrected since, nor one the person declined to keep
+    memory from (``_episode_shown``).
     """
     if len(text.split()) < MIN_QUERY_WORDS:
         return []
@@ -112,31 +112,35 @@ def recall_candidates(mem: Memory, text: str, project: int | None,
             continue
         if n.area == "Salience" and n.fact("fix") is None:
             continue
-        if n.kind == "TaskEpisode" and (
-                (n.fact("goal") is None and n.fact("message") is None)
-                or (session is not None and _fact_value(n, "session") == session)
-                or n.fact("declined") is not None or _corrected_since(g, n)):
+        if n.kind == "TaskEpisode" and not _episode_shown(g, n, session):
             continue
         kept.append((h.node, float(h.score)))
     return kept
 
 
-def _corrected_since(graph, episode) -> bool:
-    """Whether a fact this turn saved (its ``saved`` fact: ``node:fact`` pairs) has been
-    superseded or forgotten since (with its node, too): the message states a value memory
-    has corrected, so it is history."""
-    saved = _fact_value(episode, "saved")
-    for pair in (saved or "").split():
+def _episode_shown(graph, n, session: str | None) -> bool:
+    if n.fact("goal") is None and n.fact("message") is None:
+        return False  # an empty shell (Mnemo: audit F11), or a session's own node
+    if session is not None and _fact_value(n, "session") == session:
+        return False  # in the conversation already
+    if n.fact("declined") is not None:
+        return False  # the person said no to keeping memory from this turn
+    # a fact the turn saved was superseded or forgotten since (its node too): the message
+    # states a value memory has corrected, so it is history
+    return all(f is not None and f.active for _, f in _saved(graph, n))
+
+
+def _saved(graph, episode):
+    """(node id, fact or None when gone) for each ``node:fact`` pair of the ``saved`` fact
+    (``episodes._record_saved``)."""
+    for pair in (_fact_value(episode, "saved") or "").split():
         node, _, fid = pair.partition(":")
         if not (node.isdigit() and fid.isdigit()):
             continue
-        n = graph.nodes.get(int(node))
-        if n is None or n.deleted:
-            return True
-        f = next((f for f in n.facts if f.id == int(fid)), None)
-        if f is None or not f.active:
-            return True
-    return False
+        m = graph.nodes.get(int(node))
+        f = None if m is None or m.deleted else next(
+            (f for f in m.facts if f.id == int(fid)), None)
+        yield int(node), f
 
 
 def saved_lines(graph, episode: int, shown: set[str]) -> list[str]:
@@ -145,10 +149,7 @@ def saved_lines(graph, episode: int, shown: set[str]) -> list[str]:
     newest facts, so an older one would otherwise stay out of sight)."""
     n = graph.nodes.get(episode)
     out = []
-    for pair in ((_fact_value(n, "saved") if n is not None else None) or "").split():
-        node, _, fid = pair.partition(":")
-        m = graph.nodes.get(int(node)) if node.isdigit() else None
-        f = next((f for f in m.facts if str(f.id) == fid), None) if m is not None else None
+    for _, f in (_saved(graph, n) if n is not None else ()):
         line = f"- {f.key}: {f.value}" if f is not None and f.active else None
         if line and line not in shown and len(out) < SAVED_SHOWN:
             shown.add(line)
