@@ -75,8 +75,10 @@ GRANT USAGE ON SEQUENCE {TABLE}_seq_seq TO mino;"""
 _TOLD: set[str] = set()  # URLs whose outage this process has told of (once each)
 
 
-# One round trip each (the simple protocol runs both statements): a write's start, and
-# its end (the NOTIFY is delivered at the commit, to the others only: see ``_notified``)
+# One round trip each (the simple protocol runs both statements), for push and the owner's
+# rewrite: a transaction's start under the advisory lock, and its end (the NOTIFY is
+# delivered at the commit, to the others only: see ``_notified``). A write request sends
+# the same in pipelines, with its queries (``sync``, ``append``).
 BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_KEY})"
 NOTIFY_COMMIT = f"SELECT pg_notify('{CHANNEL}', ''); COMMIT"
 IDLE = psycopg.pq.TransactionStatus.IDLE
@@ -255,9 +257,11 @@ class SharedJournal(Journal):
         # ``ino`` stays the old file's until the store reopens: ``replaced`` tells it
         self._save_state(0, 0)
 
-    def sync(self, conn) -> int:
+    def sync(self, conn, begin: bool = False) -> int:
         """Append to the mirror every row after the last ``seq`` it holds; returns how
-        many. Runs inside the caller's transaction (a write's, under the advisory lock)."""
+        many. ``begin``: a write's start: its transaction and advisory lock are sent with
+        the first query, in one round trip (a pipeline; the server runs them in order, so
+        the query sees every commit made before the lock was granted)."""
         if os.stat(self.path).st_ino != os.fstat(self.fd).st_ino:
             # another process started the mirror over: read and append the new file
             # (``ino`` stays, so the store still sees the journal replaced and reloads)
@@ -286,9 +290,17 @@ class SharedJournal(Journal):
             # BATCH rows a query (a big catch-up never holds them all); the first query
             # is usually the only one. The table's oid rides in it (seq -1 sorts first): a
             # table dropped and made again (an owner's purge) is another journal.
-            cur.execute(f"SELECT -1, to_regclass('{TABLE}')::oid::text UNION ALL "
-                        f"(SELECT seq, line FROM {TABLE} WHERE seq > %s ORDER BY seq "
-                        f"LIMIT %s) ORDER BY 1", (seq, BATCH))
+            query = (f"SELECT -1, to_regclass('{TABLE}')::oid::text UNION ALL "
+                     f"(SELECT seq, line FROM {TABLE} WHERE seq > %s ORDER BY seq "
+                     f"LIMIT %s) ORDER BY 1")
+            if begin:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+                    cur.execute(query, (seq, BATCH))
+                begin = False
+            else:
+                cur.execute(query, (seq, BATCH))
             rows = cur.fetchall()
             oid = rows.pop(0)[1]
             if first and oid is not None:
@@ -363,12 +375,8 @@ class SharedJournal(Journal):
     @contextmanager
     def _write_lock(self):
         with super().locked(exclusive=True):
-            def begin(conn):
-                conn.execute(BEGIN_LOCKED)
-                self.sync(conn)
-
             try:
-                self._on_connection(begin)
+                self._on_connection(lambda conn: self.sync(conn, begin=True))
             except psycopg.Error as e:
                 self.disconnect()
                 raise self.error("cannot write the shared memory journal", e) from None
@@ -393,28 +401,32 @@ class SharedJournal(Journal):
             lines.pop()
         conn = self.conn
         try:
-            rows = conn.execute(
-                f"INSERT INTO {TABLE} (line, written_by_user, written_by_host, session) "
-                f"SELECT l, %s, %s, %s FROM unnest(%s::text[]) WITH ORDINALITY AS u(l, i) "
-                f"ORDER BY i RETURNING seq, line",
-                (self.user, self.host, self.session, lines)).fetchall()
-        except psycopg.Error as e:
+            # INSERT, NOTIFY (delivered at the commit) and COMMIT in one round trip
+            with conn.pipeline():
+                cur = conn.execute(
+                    f"INSERT INTO {TABLE} (line, written_by_user, written_by_host, session) "
+                    f"SELECT l, %s, %s, %s FROM unnest(%s::text[]) WITH ORDINALITY AS u(l, i) "
+                    f"ORDER BY i RETURNING seq, line",
+                    (self.user, self.host, self.session, lines))
+                conn.execute("SELECT pg_notify(%s, '')", (CHANNEL,))
+                conn.execute("COMMIT")
+            rows = cur.fetchall()
+        except psycopg.OperationalError as e:  # the connection: the commit may have run
+            self.disconnect()
+            raise self.error("the shared memory journal went away during the write: it "
+                             "may or may not be saved (the next read shows which)",
+                             e) from None
+        except psycopg.Error as e:  # refused by the server: the transaction is gone
             self.disconnect()
             raise self.error("cannot write the shared memory journal; nothing was saved",
                              e) from None
         rows.sort()
-        if [r[1] for r in rows] != lines:  # never expected: the mirror must equal the table
-            conn.execute("ROLLBACK")
-            raise SharedJournalError("the shared journal's rows came back out of order; "
-                                     "nothing was saved")
-        try:
-            conn.execute(NOTIFY_COMMIT)
-        except psycopg.Error as e:
-            self.disconnect()
-            raise self.error("the shared memory journal went away during the commit: the "
-                             "write may or may not be saved (the next read shows which)",
-                             e) from None
         payload = "".join(r[1] + "\n" for r in rows).encode("utf-8")
+        if [r[1] for r in rows] != lines:  # never expected; the copy follows the table
+            self._write(payload)
+            self._save_state(rows[-1][0], os.fstat(self.fd).st_size)
+            raise SharedJournalError("the shared journal stored the request's lines in "
+                                     "another order; memory is read again from it")
         self._write(payload)
         if seen is not None:
             seen(payload)
