@@ -14,7 +14,7 @@ step "set-up: bash scripts/setup.sh --test"
 bash scripts/setup.sh --test </dev/null || { echo "test.sh: set-up failed; nothing was tested." >&2; exit 1; }
 export MINO_STRICT_PLUGINS=1
 # Evals and tests use temporary homes; never the developer's ~/.mino or API keys.
-unset OPENAI_API_KEY OPENAI_BASE_URL MINO_BASE_URL MINO_MODEL MINO_HOME MINO_PLUGINS MINO_DISABLE_PLUGINS MINO_MEMORY_BACKEND
+unset OPENAI_API_KEY OPENAI_BASE_URL MINO_BASE_URL MINO_MODEL MINO_HOME MINO_PLUGINS MINO_DISABLE_PLUGINS MINO_MEMORY_BACKEND MINO_GRAPH_URL
 failed=()
 step "the eval cases: mino eval evals"
 .venv/bin/mino eval evals </dev/null || failed+=("the eval cases")

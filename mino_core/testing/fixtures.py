@@ -25,7 +25,8 @@ def mino_home(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.setenv("MINO_HOME", str(home))
     for key in ("MINO_PLUGINS", "MINO_DISABLE_PLUGINS", "MINO_MEMORY_BACKEND", "MINO_MODEL",
-                "MINO_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "MNEMO_MEMORY_JOURNAL"):
+                "MINO_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "MNEMO_MEMORY_JOURNAL",
+                "MINO_GRAPH_URL"):
         monkeypatch.delenv(key, raising=False)
     return home
 

@@ -459,6 +459,10 @@ def test_a_turn_with_the_server_away_recalls_and_a_save_fails_cleanly(
     finally:
         pg.serve()
     assert not any("helix" in ln for ln in server_lines(pg, db))
+    # what sits beside the journal (the first-use marker) sits beside this machine's
+    # copy, never in a folder named after the URL (with its password) where mino ran
+    copy = mino_home / "graph" / "shared"
+    assert list(copy.glob("*/journal.noticed")) and not Path("postgresql:").exists()
 
 
 def test_a_password_in_a_config_others_may_read_is_pointed_out(pg, tmp_path):

@@ -75,7 +75,14 @@ def _surrogate_escape(text: str, start: int = 0, end: int | None = None) -> bool
 
 
 def resolve_journal_path(home: Path | str | None = None, config: dict | None = None) -> Path:
-    """Where the journal lives: env ``MNEMO_MEMORY_JOURNAL``, config, or the home default."""
+    """Where the journal lives: env ``MNEMO_MEMORY_JOURNAL``, config, or the home default.
+    A shared journal (a ``postgresql://`` URL) lives in the database: this is its copy
+    on this machine (``shared_url.mirror_path``), never a path made of the URL."""
+    from .shared_url import mirror_path, shared_url
+
+    url = shared_url(config)
+    if url:
+        return mirror_path(url, home)
     env = os.environ.get("MNEMO_MEMORY_JOURNAL")
     if env:
         return Path(env).expanduser()

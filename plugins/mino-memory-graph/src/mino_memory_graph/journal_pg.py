@@ -96,13 +96,11 @@ class SharedJournal(Journal):
     shared = True
 
     def __init__(self, url: str, home: Path | str | None = None):
-        if home is None:
-            home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")
         self.url = url
         self.shown = _url.masked(url)
-        super().__init__(Path(home) / "graph" / "shared" / _url.identity(url) / "journal.jsonl")
+        super().__init__(_url.mirror_path(url, home))
         self.state_path = sibling(self.path, ".seq")
-        _check_private(Path(home) / "config.yaml", url)
+        _check_private(self.path.parents[3] / "config.yaml", url)
         self.conn: psycopg.Connection | None = None
         self.table_oid: int | None = None
         self.stale = True          # a catch-up query is due before the next read

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -86,6 +87,13 @@ def where(url: str) -> dict:
             "port": str(q.get("port") or port or os.environ.get("PGPORT") or 5432),
             "dbname": q.get("dbname") or db or os.environ.get("PGDATABASE")
             or user or os.environ.get("PGUSER") or "postgres"}
+
+
+def mirror_path(url: str, home=None) -> Path:
+    """This machine's copy of the shared journal ``url`` names, under ``home``."""
+    if home is None:
+        home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")
+    return Path(home) / "graph" / "shared" / identity(url) / "journal.jsonl"
 
 
 def identity(url: str) -> str:
