@@ -549,3 +549,26 @@ def test_the_owner_purges_every_machine_forgets_and_the_grants_stay(pg, tmp_path
     a.close()
     b.close()
     assert len(server_lines(pg, db)) == len(lines) + 1
+
+
+def test_an_insert_refused_leaves_memory_as_the_journal_is(pg, tmp_path):
+    import psycopg
+
+    db = pg.new_database()
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+    s.graph  # the graph is built: the refused request's ops are applied to it first
+    with psycopg.connect(db["owner_url"], autocommit=True) as c:
+        c.execute(f"REVOKE INSERT ON mino_journal FROM {db['mino']}")
+    with pytest.raises(OSError, match="nothing was saved"):
+        with s.write() as r:
+            r.fact(n, "port", "8081")
+            m = r.create_node("Aspect", "never saved")
+    assert "8081" not in s.state(n) and m not in s.graph.nodes  # read again from the journal
+    with psycopg.connect(db["owner_url"], autocommit=True) as c:
+        c.execute(f"GRANT INSERT ON mino_journal TO {db['mino']}")
+    with s.write() as r:
+        assert r.create_node("Aspect", "saved") == m  # the refused id was never given out
+    assert s.check()["ok"] and len(server_lines(pg, db)) == 2
+    s.close()
