@@ -572,3 +572,24 @@ def test_an_insert_refused_leaves_memory_as_the_journal_is(pg, tmp_path):
         assert r.create_node("Aspect", "saved") == m  # the refused id was never given out
     assert s.check()["ok"] and len(server_lines(pg, db)) == 2
     s.close()
+
+
+def test_a_write_waits_for_another_at_most_lock_wait(pg, tmp_path, monkeypatch):
+    import psycopg
+
+    from mino_memory_graph import journal_pg
+
+    monkeypatch.setattr(journal_pg, "LOCK_WAIT", 1)
+    db = pg.new_database()
+    s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))
+    with psycopg.connect(db["mino_url"]) as other:  # another machine, stuck mid-write
+        other.execute("SELECT pg_advisory_xact_lock(%s)", (journal_pg.LOCK_KEY,))
+        t = time.monotonic()
+        with pytest.raises(OSError, match="cannot write the shared memory journal"):
+            with s.write() as r:
+                r.create_node("Aspect", "waits")
+        assert time.monotonic() - t < 10
+    with s.write() as r:  # the other let go: writes go on
+        r.create_node("Aspect", "written")
+    assert len(server_lines(pg, db)) == 1
+    s.close()

@@ -58,6 +58,8 @@ LOCK_KEY = int.from_bytes(hashlib.sha256(b"mino graph journal").digest()[:8], "b
 CONNECT_TIMEOUT = 5    # seconds, unless the URL sets connect_timeout
 RETRY_READS_AFTER = 15  # seconds between reconnect attempts of reads while offline
 BATCH = 10_000         # rows fetched at a time by a catch-up
+IDLE_IN_WRITE = 60     # seconds a write request may sit in its transaction doing nothing
+LOCK_WAIT = 30         # seconds a write waits for another machine's write, then fails
 
 DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     seq bigserial PRIMARY KEY,
@@ -140,7 +142,11 @@ class SharedJournal(Journal):
         try:
             self._ensure_table(conn)
             conn.add_notify_handler(self._notified)
-            conn.execute(f"LISTEN {CHANNEL}")
+            # A writer that vanished mid-request (a cut link the server cannot see) would
+            # hold the advisory lock, and so every machine's writes, until TCP gave up:
+            # the server ends such a transaction; a writer waits this long at most.
+            conn.execute(f"LISTEN {CHANNEL}; SET idle_in_transaction_session_timeout = "
+                         f"'{IDLE_IN_WRITE}s'; SET lock_timeout = '{LOCK_WAIT}s'")
         except SharedJournalError:
             conn.close()
             raise
@@ -181,7 +187,7 @@ class SharedJournal(Journal):
         try:
             return step(conn)
         except psycopg.OperationalError:
-            if not reused:
+            if not reused or not (conn.broken or conn.closed):  # a refusal, not the link
                 raise
             log.info("shared memory journal %s: connection lost while idle; reconnecting",
                      self.shown)
