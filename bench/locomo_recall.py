@@ -108,20 +108,21 @@ evidence turn is among the hits of the block that reached the model (at most 5).
 questions), 2-core shared machine, one run::
 
     retriever       R@5   R@10   cat1 @5/@10  cat2 @5/@10  cat3 @5/@10  cat4 @5/@10
-    default         0.625 0.712  0.278 0.397  0.790 0.809  0.288 0.341  0.715 0.820
-    - neighbour     0.588 0.677  0.281 0.370  0.761 0.822  0.284 0.352  0.657 0.759
-    - cluster       0.597 0.685  0.271 0.404  0.761 0.806  0.277 0.313  0.679 0.773
-    - hashing       0.623 0.714  0.273 0.394  0.784 0.816  0.288 0.341  0.715 0.823
-    - temporal      0.620 0.714  0.278 0.401  0.764 0.813  0.288 0.341  0.715 0.820
+    default         0.624 0.712  0.278 0.397  0.790 0.809  0.288 0.341  0.712 0.820
+    - neighbour     0.589 0.677  0.281 0.370  0.761 0.822  0.284 0.352  0.659 0.759
+    - cluster       0.596 0.685  0.271 0.404  0.761 0.806  0.277 0.312  0.676 0.773
+    - hashing       0.623 0.716  0.273 0.394  0.784 0.816  0.288 0.341  0.715 0.825
+    - temporal      0.618 0.714  0.278 0.401  0.764 0.812  0.288 0.341  0.712 0.820
     lexical only    0.552 0.618  0.282 0.366  0.729 0.779  0.277 0.318  0.606 0.673
-    bm25-stored     0.463 0.537  0.160 0.237  0.623 0.700  0.129 0.273  0.540 0.604
+    bm25-stored     0.462 0.537  0.156 0.235  0.623 0.700  0.129 0.273  0.540 0.604
 
-default - bm25-stored: R@5 +0.162, R@10 +0.175 (goal +0.10).  Evidence in the block:
-0.672 of questions, the block about 660 tokens.  Recall p50 22 ms / p95 40 ms (index
-path, loaded machine); a stored turn through the whole loop 46 ms wall, 16 ms CPU.  The
-neighbour (+0.035 R@10) and cluster (+0.027) signals fire on the session shape; the
-temporal cue lifts category 2 at 5 (+0.026) and is neutral overall; hashing is neutral
-(kept: Mnemo's exact vectors, and the only signal when no query word is indexed).
+default - bm25-stored: R@5 +0.161, R@10 +0.175 (goal +0.10).  Evidence in the block:
+0.671 of questions, the block about 660 tokens.  Recall p50 9.4 ms / p95 13.4 ms (index
+path); a stored turn through the whole loop 15.7 ms wall, 14.2 ms CPU (the loop part of
+the run: 89 s wall, 84 s CPU).  The neighbour (+0.035 R@10) and cluster (+0.027) signals
+fire on the session shape; the temporal cue lifts category 2 at 5 (+0.026) and is
+neutral overall; hashing is neutral (kept: Mnemo's exact vectors, and the only signal
+when no query word is indexed).
 ``--ablate`` also runs Mnemo's memeval corpus built as Mnemo builds it (domain roots:
 clusters) and as mino attaches the same nodes (each PartOf the project: no cluster):
 Hit@1 16, Hit@3 18, MRR 0.773 for the default on both; no signal changes a rank on the
