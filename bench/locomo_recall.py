@@ -123,6 +123,7 @@ the run: 89 s wall, 84 s CPU).  The neighbour (+0.035 R@10) and cluster (+0.027)
 fire on the session shape; the temporal cue lifts category 2 at 5 (+0.026) and is
 neutral overall; hashing is neutral (kept: Mnemo's exact vectors, and the only signal
 when no query word is indexed).
+
 ``--ablate`` also runs Mnemo's memeval corpus built as Mnemo builds it (domain roots:
 clusters) and as mino attaches the same nodes (each PartOf the project: no cluster):
 Hit@1 16, Hit@3 18, MRR 0.773 for the default on both; no signal changes a rank on the
