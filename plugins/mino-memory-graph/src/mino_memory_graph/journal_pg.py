@@ -140,13 +140,17 @@ class SharedJournal(Journal):
                                       else type(e).__name__, self.url)
             raise self.error("the shared memory journal is unreachable", e) from None
         try:
-            self._ensure_table(conn)
             conn.add_notify_handler(self._notified)
-            # A writer that vanished mid-request (a cut link the server cannot see) would
-            # hold the advisory lock, and so every machine's writes, until TCP gave up:
-            # the server ends such a transaction; a writer waits this long at most.
-            conn.execute(f"LISTEN {CHANNEL}; SET idle_in_transaction_session_timeout = "
-                         f"'{IDLE_IN_WRITE}s'; SET lock_timeout = '{LOCK_WAIT}s'")
+            # One round trip. A writer that vanished mid-request (a cut link the server
+            # cannot see) would hold the advisory lock, and so every machine's writes,
+            # until TCP gave up: the server ends such a transaction; and a writer waits
+            # for another this long at most.
+            cur = conn.execute(f"LISTEN {CHANNEL}; SET idle_in_transaction_session_timeout "
+                               f"= '{IDLE_IN_WRITE}s'; SET lock_timeout = '{LOCK_WAIT}s'; "
+                               f"SELECT to_regclass('{TABLE}')::oid")
+            while cur.nextset():
+                pass
+            self._ensure_table(conn, cur.fetchone()[0])
         except SharedJournalError:
             conn.close()
             raise
@@ -162,9 +166,8 @@ class SharedJournal(Journal):
         _TOLD.discard(self.url)
         return conn
 
-    def _ensure_table(self, conn) -> None:
+    def _ensure_table(self, conn, oid) -> None:
         """The table's oid; the table is made when missing and this role may make it."""
-        oid = conn.execute("SELECT to_regclass(%s)::oid", (TABLE,)).fetchone()[0]
         if oid is None:
             try:
                 conn.execute(DDL)
