@@ -67,7 +67,7 @@ from . import words as _words
 from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
                     PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
 
-SCHEMA = 3
+SCHEMA = 4
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
 KEEP_ROWS = 20_000  # node rows a fold keeps from one window to the next
@@ -75,7 +75,7 @@ COMMON = 2000  # a term in more documents is left out of a lexical match (see le
 
 # node row, as held while a batch applies: a list indexed by these
 KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \
-    BODY, CHANGED, TEXT, PENDING, WORDS, WLEN, PARENT, ENTITY, TEMPORAL = range(21)
+    BODY, CHANGED, TEXT, PENDING, WORDS, WLEN, PARENT, TEMPORAL = range(20)
 # edge row
 E_SRC, E_DST, E_KIND, E_W, E_FROM, E_INV, E_OK, E_BAD, E_CHANGED = range(9)
 
@@ -85,7 +85,7 @@ CREATE TABLE blocks(i INTEGER PRIMARY KEY, digest BLOB NOT NULL);
 CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, area TEXT, label TEXT,
     deleted INTEGER, useful INTEGER, unhelpful INTEGER, created_at INTEGER,
     nlog INTEGER, facts TEXT, vec BLOB, context TEXT, live INTEGER,
-    words TEXT, wlen INTEGER, parent INTEGER, entity TEXT, temporal INTEGER);
+    words TEXT, wlen INTEGER, parent INTEGER, temporal INTEGER);
 CREATE TABLE clusters(id INTEGER PRIMARY KEY, words TEXT, wlen INTEGER);
 CREATE TABLE log(node INTEGER, seq INTEGER, at INTEGER, kind TEXT, detail TEXT,
     PRIMARY KEY(node, seq)) WITHOUT ROWID;
@@ -106,7 +106,6 @@ CREATE INDEX edges_dst ON edges(dst);
 """
 _NODE_INDEXES = """
 CREATE INDEX nodes_parent ON nodes(parent, id) WHERE parent IS NOT NULL;
-CREATE INDEX nodes_entity ON nodes(entity) WHERE entity IS NOT NULL;
 CREATE INDEX nodes_dated ON nodes(created_at) WHERE kind='TaskEpisode' AND (instr(facts, '"started"') OR instr(facts, '"date"'));
 """
 # (nodes_dated: the episodes that record a wall-clock date, which date what people read
@@ -175,7 +174,7 @@ class _Sink:
             return None
         r = self.db.execute(
             "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, context, live, words, wlen, parent, entity, temporal FROM nodes "
+            "facts, context, live, words, wlen, parent, temporal FROM nodes "
             "WHERE id=?", (id,)).fetchone()
         if r is None:
             return None
@@ -184,7 +183,7 @@ class _Sink:
         t3.reverse()
         row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), t3,
                None, _loads(r[9]) if r[9] else None, r[10], False, False, None,
-               r[11], r[12], r[13], r[14], r[15]]
+               r[11], r[12], r[13], r[14]]
         rows[id] = row
         self.indb.add(id)
         return row
@@ -239,7 +238,7 @@ class _Sink:
             if not fresh and node(id) is not None:
                 raise ApplyError(f"node {id} exists")
             row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], None, None,
-                   None, True, True, None, None, 0, None, None, 0]
+                   None, True, True, None, None, 0, None, 0]
             rows[id] = row
             known = self.known
             if known is not None:
@@ -390,7 +389,7 @@ class _Sink:
             if row is None or not row[CHANGED]:
                 continue
             body, words, wlen = row[BODY], row[WORDS], row[WLEN]
-            entity, temporal = row[ENTITY], row[TEMPORAL]
+            temporal = row[TEMPORAL]
             if row[TEXT]:
                 if body:
                     fts_del.append((id, words))
@@ -398,14 +397,13 @@ class _Sink:
                     st["w_total"] -= wlen
                 if row[DELETED]:
                     body = 0
-                    words = entity = None
+                    words = None
                     wlen = temporal = 0
                     self.reparent.add(id)  # it leaves its cluster
                 else:
                     text = text_of(row[KIND], row[LABEL], row[FACTS], row[T3])
                     body = 1
                     st["n_live"] += 1
-                    entity = _entity(row[FACTS])
                     if self.deferred is not None:  # a fresh rebuild: written at the next flush
                         later_ids.append(id)
                         later.append(text)
@@ -420,13 +418,13 @@ class _Sink:
                 if row[PARENT] is not None and row[WORDS] != words:
                     clusters.add(row[PARENT])
                 row[WORDS], row[WLEN] = words, wlen
-                row[ENTITY], row[TEMPORAL] = entity, temporal
+                row[TEMPORAL] = temporal
             row[BODY] = body
             node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
                               _dumps(row[FACTS]), None if row[TEXT] else _KEEP,
                               _dumps(row[CONTEXT]) if row[CONTEXT] else None, body,
-                              words, wlen, row[PARENT], entity, temporal))
+                              words, wlen, row[PARENT], temporal))
             if row[PENDING]:
                 logs.extend(row[PENDING])
         if self.known is not None:
@@ -447,7 +445,7 @@ class _Sink:
             node_rows = [r[:10] + (vecs.get(r[0]) if r[10] is None else old.get(r[0]),)
                          + r[11:] for r in node_rows]
             db.executemany("INSERT OR REPLACE INTO nodes VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
         if logs:
             db.executemany("INSERT OR REPLACE INTO log VALUES (?,?,?,?,?)", logs)
         if fts_add_rows:
@@ -619,16 +617,6 @@ def unpack_vector(blob: bytes | None):
     if sys.byteorder != "little":
         vals.byteswap()
     return blob[:n], vals
-
-
-def _entity(facts) -> str | None:
-    """hybrid-v1's entity of a node: its current fact under the first ``ENTITY_KEYS``
-    key that has one, as words (None when none)."""
-    for key in _words.ENTITY_KEYS:
-        for f in facts:
-            if f[4] and f[1] == key:
-                return _words.entity_key(f[2]) or None
-    return None
 
 
 class Index:
