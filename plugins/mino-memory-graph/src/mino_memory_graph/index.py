@@ -67,7 +67,7 @@ from . import words as _words
 from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
                     PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
 
-SCHEMA = 4
+SCHEMA = 5
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
 KEEP_ROWS = 20_000  # node rows a fold keeps from one window to the next
@@ -106,9 +106,13 @@ CREATE INDEX edges_dst ON edges(dst);
 """
 _NODE_INDEXES = """
 CREATE INDEX nodes_parent ON nodes(parent, id) WHERE parent IS NOT NULL;
+CREATE INDEX nodes_label ON nodes(label);
+CREATE INDEX nodes_area ON nodes(area);
 CREATE INDEX nodes_dated ON nodes(created_at) WHERE kind='TaskEpisode' AND (instr(facts, '"started"') OR instr(facts, '"date"'));
 """
-# (nodes_dated: the episodes that record a wall-clock date, which date what people read
+# (nodes_label, nodes_area: partial.find_label / find_fact, e.g. a failure's pain marker
+# by its signature among Salience nodes, without a scan of every node;
+# nodes_dated: the episodes that record a wall-clock date, which date what people read
 # (listing.Reader.date_of); the query must repeat this WHERE clause to use it)
 # hybrid-v1's cluster parent of a node: the newest live PartOf edge from it to a live
 # node that is not a project

@@ -161,10 +161,10 @@ class PartialGraph(Graph):
 
     def find_label(self, label: str, kind: str | None = None, prefix: bool = False):
         """Live nodes whose label is ``label`` (or starts with it), by id."""
-        if prefix:
+        if prefix:  # a range of the label index (text compares as UTF-8 bytes)
             rows = self.index.db.execute(
-                "SELECT id FROM nodes WHERE deleted=0 AND substr(label, 1, ?)=?",
-                (len(label), label))
+                "SELECT id FROM nodes WHERE label >= ? AND label < ? AND deleted=0 "
+                "AND substr(label, 1, ?)=?", (label, label + "\U0010ffff", len(label), label))
         else:
             rows = self.index.db.execute(
                 "SELECT id FROM nodes WHERE deleted=0 AND label=?", (label,))
@@ -178,8 +178,13 @@ class PartialGraph(Graph):
         """Live nodes (in ``area``) whose current ``key`` is ``value``, by id."""
         needle = "%" + json.dumps([key, value], ensure_ascii=False,
                                   separators=(",", ":"))[1:-1] + "%"
-        rows = self.index.db.execute(
-            "SELECT id FROM nodes WHERE deleted=0 AND facts LIKE ?", (needle,))
+        if area is None:
+            rows = self.index.db.execute(
+                "SELECT id FROM nodes WHERE deleted=0 AND facts LIKE ?", (needle,))
+        else:  # the area index: only that area's rows are matched
+            rows = self.index.db.execute(
+                "SELECT id FROM nodes WHERE area=? AND deleted=0 AND facts LIKE ?",
+                (area, needle))
 
         def keep(n):
             if n.deleted or (area is not None and n.area != area):
