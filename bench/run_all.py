@@ -29,6 +29,8 @@ def plan(quick: bool) -> list[list[str]]:
         # issue 15's table: the in-memory design ("old") and journal.index, same run,
         # on the agent-like journal of agent_journal.py
         ["graph_store.py", *(["--quick"] if quick else [])],
+        # issue 16: the mino memory commands a person runs (search, list, history, purge)
+        ["memory_commands.py", *(["--nodes", "5000", "--runs", "3"] if quick else [])],
         # issue 16: scripted multi-session stories through the REPL (bench/stories)
         ["agent_memory.py", *(["--quick"] if quick else [])],
         # issue 17: the shared journal (PostgreSQL) beside the file journal
