@@ -76,3 +76,21 @@ def test_bulk_vectors_equal_one_text_at_a_time(texts):
         norm = np.sqrt(np.einsum("ij,ij->i", m, m))
         norm[norm == 0] = 1.0
         assert (m / norm[:, None]).astype(np.float32)[0].tobytes() == row.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text("aAbBc1 -\u00e9\xff\x00xyzq", max_size=60), min_size=1, max_size=70))
+def test_index_vectors_do_not_depend_on_the_batch(texts):
+    """The index stores a text's vector the same whether a turn wrote it alone (pure
+    Python, no numpy) or a rebuild derived it among many (numpy)."""
+    from mino_memory_graph import index
+
+    padded = texts * (index.BULK_TEXTS // len(texts) + 1)  # enough for the bulk path
+    bulk = index._sparse(padded)[:len(texts)]
+    alone = [index._sparse([t])[0] for t in texts]
+    assert alone == bulk
+    for t, blob in zip(texts, alone):  # and they are the embedder's unit vectors
+        slots, vals = index.unpack_vector(blob)
+        dense = HashingEmbedder().embed_matrix([t])[0]
+        assert list(slots) == [int(i) for i in np.nonzero(dense)[0]]
+        assert np.allclose(np.asarray(vals, dtype=np.float32), dense[list(slots)], atol=1e-6)

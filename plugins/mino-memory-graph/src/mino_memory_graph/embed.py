@@ -93,7 +93,18 @@ class HashingEmbedder:
         return list(m)
 
     def embed_matrix(self, texts):
-        """Rows of a float32 (len(texts), 256) matrix, built in one pass.
+        """Rows of a float32 (len(texts), 256) matrix: ``weight_matrix``, each row
+        divided by its Euclidean norm."""
+        import numpy as np
+
+        m = self.weight_matrix(texts)
+        norms = np.sqrt(np.einsum("ij,ij->i", m, m))
+        norms[norms == 0] = 1.0
+        m /= norms[:, None]
+        return m.astype(np.float32)
+
+    def weight_matrix(self, texts):
+        """The unnormalised float64 (len(texts), 256) weights, built in one pass.
 
         Bulk form of ``features``: every text is tokenised in one regex pass (texts
         joined by 0xFF, a byte UTF-8 never contains), each distinct token is hashed once
@@ -106,11 +117,11 @@ class HashingEmbedder:
 
         n = len(texts)
         if not n:
-            return np.zeros((0, DIM), dtype=np.float32)
+            return np.zeros((0, DIM))
         blob = b"\xff".join(t.encode("utf-8", "surrogatepass") if t else b"" for t in texts)
         toks = _TOKEN_OR_SEP.findall(blob.lower())
         if not toks or len(toks) == n - 1:  # no token at all: only separators
-            return np.zeros((n, DIM), dtype=np.float32)
+            return np.zeros((n, DIM))
         # distinct tokens -> ids by first appearance, the separator first (id 0)
         vocab = dict.fromkeys(chain((b"\xff",), toks))
         slot0 = [0]
@@ -145,11 +156,7 @@ class HashingEmbedder:
         val = np.empty(2 * len(uniq), dtype=np.float64)
         val[0::2] = w
         val[1::2] = 0.5 * w
-        m = np.bincount(idx, weights=val, minlength=n * DIM).reshape(n, DIM)
-        norms = np.sqrt(np.einsum("ij,ij->i", m, m))
-        norms[norms == 0] = 1.0
-        m /= norms[:, None]
-        return m.astype(np.float32)
+        return np.bincount(idx, weights=val, minlength=n * DIM).reshape(n, DIM)
 
 
 # How an asymmetric model is told a query from a document. ``field``: the request's

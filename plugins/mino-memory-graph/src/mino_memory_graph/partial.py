@@ -139,9 +139,10 @@ class PartialGraph(Graph):
         self.edge_dirty.clear()
         ix = self.index
         self.projects.clear()  # in place: the operations hold this set
-        self.projects.update(r[0] for r in ix.db.execute(
-            "SELECT id FROM nodes WHERE kind='Entity' AND substr(label, 1, 8)=?",
-            (PROJECT_PREFIX,)))
+        self.projects.update(r[0] for r in ix.db.execute(  # a range of the label index
+            "SELECT id FROM nodes WHERE label >= ? AND label < ? AND kind='Entity' AND "
+            "substr(label, 1, ?)=?", (PROJECT_PREFIX, PROJECT_PREFIX + "\U0010ffff",
+                                     len(PROJECT_PREFIX), PROJECT_PREFIX)))
         self.next_node, self.next_edge, self.next_fact, self.clock = ix.counters()
 
     # --- what the loaded entries cannot answer --------------------------------------
