@@ -75,6 +75,8 @@ PLUGIN_WARNINGS = [
     ("memory: {graph: {journal: 5}}", "memory.graph.journal", "found 5 (a whole number); allowed: a file's path"),
     ("memory: {graph: {index: sometimes}}", "memory.graph.index", "the default (on)"),
     ("memory: {graph: {reflect: always}}", "memory.graph.reflect", "the default (auto)"),
+    ("memory: {graph: {episodes: sometimes}}", "memory.graph.episodes", "the default (on)"),
+    ("memory: {graph: {guard: loud}}", "memory.graph.guard", "the default (on)"),
     ("memory: {graph: {embedder: {kind: openai, model: m, timeout: soon}}}",
      "memory.graph.embedder.timeout", "the default (10)"),
     ("memory: {graph: 5}", "memory.graph", "mino-memory-graph uses its default"),
@@ -92,7 +94,9 @@ UNKNOWN = [
 
 def _one_line(stderr: str, home: Path, key: str, text: str, kind: str) -> None:
     assert "Traceback" not in stderr and "unexpected error" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if "config.yaml" in line]
+    # the config's lines (the first turn's one-time memory notice names config.yaml too)
+    lines = [line for line in stderr.splitlines()
+             if "config.yaml" in line and line.startswith(("warning: ", "error: "))]
     assert len(lines) == 1, stderr
     assert lines[0].startswith(f"{kind}: {home / 'config.yaml'}: {key}: "), lines[0]
     assert text in lines[0], lines[0]
