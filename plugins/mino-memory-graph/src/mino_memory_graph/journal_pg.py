@@ -88,8 +88,11 @@ IDLE = psycopg.pq.TransactionStatus.IDLE
 
 class SharedJournalError(OSError, MemoryError_):
     """The shared journal cannot do what was asked: one line for people, no password.
-    An ``OSError`` for the paths that write (the tools say "nothing was saved"), and a
-    ``MemoryError_`` for the ``mino memory`` commands, which print those in one line."""
+    An ``OSError`` for the paths that write (the tools say "nothing was saved", unless
+    ``maybe_saved``: the connection went during the commit), and a ``MemoryError_`` for
+    the ``mino memory`` commands, which print those in one line."""
+
+    maybe_saved = False
 
 
 class SharedJournal(Journal):
@@ -420,9 +423,10 @@ class SharedJournal(Journal):
             rows = cur.fetchall()
         except psycopg.OperationalError as e:  # the connection: the commit may have run
             self.disconnect()
-            raise self.error("the shared memory journal went away during the write: it "
-                             "may or may not be saved (the next read shows which)",
-                             e) from None
+            err = self.error("the shared memory journal went away during the write: it "
+                             "may or may not be saved (the next read shows which)", e)
+            err.maybe_saved = True
+            raise err from None
         except psycopg.Error as e:  # refused by the server: the transaction is gone
             self.disconnect()
             raise self.error("cannot write the shared memory journal; nothing was saved",

@@ -308,6 +308,10 @@ def run_save(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                            f"fact {args['key']!r}: session {ctx.session_id}, source memory_save, "
                            f"{how}")
     except OSError as exc:
+        if getattr(exc, "maybe_saved", False):  # a shared journal lost during its commit
+            return ToolResult.failed(f"Could not confirm the memory write: {exc.strerror or exc}."
+                                     " It may or may not be saved; tell the user, and check "
+                                     "with memory_search on the next turn.")
         return ToolResult.failed(f"Could not write the memory journal: {exc.strerror or exc}. "
                                  "Nothing was saved; tell the user.")
     return ToolResult.completed(
