@@ -254,7 +254,9 @@ def main() -> None:
             journal = tmp / "journal.jsonl"
             print(json.dumps({"journal": agent_journal.write(journal, nodes)}), flush=True)
         for design in args.only or ("old", "index"):
-            print(json.dumps({"nodes": nodes, **figures(journal, design, args.runs,
+            # a reused journal: its size says what it is (the generator's nodes are unknown)
+            shape = {"nodes": nodes} if args.journal is None else {"journal": str(journal)}
+            print(json.dumps({**shape, **figures(journal, design, args.runs,
                                                          args.turns, not args.no_costs)}),
                   flush=True)
     finally:
