@@ -176,3 +176,10 @@ def test_a_deny_rule_stops_the_lessons(graph_only, make_harness, scripted_server
     h = _session(make_harness, scripted_server, MESSAGES, config=config)
     assert _lessons(mino_home) == []
     assert "not folded into lessons (denied by" in h.notices
+
+
+def test_a_session_with_no_turn_here_opens_no_journal_when_it_ends(graph_only, make_harness,
+                                                                    mino_home):
+    h = make_harness(config=GRAPH)
+    h.end_session()  # mino started and left at once
+    assert not (mino_home / "graph").exists() and h.notices == ""

@@ -225,6 +225,10 @@ def at_session_end(session) -> list[dict]:
     from .episodes import records_episodes
     from .memories import NAME, memory_for
 
+    if NAME not in session.state:
+        # no turn of it ran in this process (mino left at once, a resume with no message):
+        # nothing new to fold, and no journal to open or create on the way out
+        return []
     mem = memory_for(session.home, session.config)
     store = mem.store
     store.refresh()
