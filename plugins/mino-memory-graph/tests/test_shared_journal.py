@@ -420,6 +420,20 @@ def test_shared_url_masking_and_choice(monkeypatch):
     assert u.identity(url).startswith("team-")
 
 
+def test_a_malformed_shared_url_is_a_line_not_a_traceback(tmp_path):
+    from mino_memory_graph import shared_url as u
+
+    # the mirror's folder is named from what the URL names; connecting says what is wrong
+    assert u.identity("postgresql://h:abc/team").startswith("team-")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n")
+    out = mino(home, "memory", "list", env={"MINO_GRAPH_URL": "postgresql://[abc/team"})
+    assert out.returncode == 0 and "unexpected error" not in out.stderr, out.stderr
+    assert "shared memory journal is unreachable" in out.stderr
+    assert "no memories yet" in out.stdout
+
+
 # --- the loop through the real agent, server away -----------------------------------
 
 def _lead(body):

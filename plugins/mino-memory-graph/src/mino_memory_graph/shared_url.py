@@ -75,14 +75,17 @@ def scrub(text: str, url: str) -> str:
 
 def where(url: str) -> dict:
     """Host, port, database and user the URL names (libpq's defaults from ``PG*``)."""
-    try:
+    host = port = user = None
+    db, query = "", ""
+    try:  # a malformed URL (a bad IPv6 host, a port not a number) names what it can;
+        # connecting then says what is wrong with it, in one line
         u = urlsplit(url)
-        host, port, user = u.hostname, u.port, u.username
-        db = unquote(u.path.lstrip("/"))
+        db, query, user = unquote(u.path.lstrip("/")), u.query, u.username
+        host = u.hostname
+        port = u.port
     except ValueError:
-        host = port = user = None
-        db = ""
-    q = dict(p.split("=", 1) for p in (urlsplit(url).query or "").split("&") if "=" in p)
+        pass
+    q = dict(p.split("=", 1) for p in (query or "").split("&") if "=" in p)
     return {"host": q.get("host") or host or os.environ.get("PGHOST") or "local",
             "port": str(q.get("port") or port or os.environ.get("PGPORT") or 5432),
             "dbname": q.get("dbname") or db or os.environ.get("PGDATABASE")
