@@ -98,7 +98,7 @@ def _source_ids(graph) -> list[int]:
                      if not n.deleted and n.area in SOURCE_AREAS)
     # A session's node is the container of its episodes (its label and facts are an id and
     # a date): not a source of its own.
-    container = _session_prefix() or "\0"
+    container = _session_prefix()
     return [nid for nid in ids if (n := graph.nodes.get(nid)) is not None
             and not n.deleted and n.area in SOURCE_AREAS
             and not (n.kind == "TaskEpisode" and n.label.startswith(container))]
@@ -184,17 +184,17 @@ def apply(store) -> list[dict]:
 
 # -- when a session ends ---------------------------------------------------------------
 
-def _session_prefix() -> str | None:
-    from . import standing
+def _session_prefix() -> str:
+    from .standing import SESSION_PREFIX  # standing imports the model: not at registration
 
-    return getattr(standing, "SESSION_PREFIX", None)
+    return SESSION_PREFIX
 
 
 def new_episodes(graph, since: int, sessions: bool = False) -> int:
     """Live episodes with an id of at least ``since`` (ids only grow): the per-message
     episodes, or with ``sessions`` the session nodes (the only episodes recorded when
     ``memory.graph.episodes`` is off, Mnemo's one episode per session)."""
-    prefix = _session_prefix() or "\0"
+    prefix = _session_prefix()
     if getattr(graph, "partial", False):
         (n,) = graph.index.db.execute(
             "SELECT COUNT(*) FROM nodes WHERE deleted=0 AND kind='TaskEpisode' AND id>=? "
@@ -207,13 +207,11 @@ def new_episodes(graph, since: int, sessions: bool = False) -> int:
 
 
 def _began_at(graph, session_id: str) -> int | None:
-    """The lowest id this session wrote: its session node or its first episode."""
-    from .partial import find_fact, find_label
+    """The lowest id this session wrote: its session node or its first episode (both
+    carry its ``session`` fact)."""
+    from .partial import find_fact
 
     ids = find_fact(graph, "session", session_id)
-    prefix = _session_prefix()
-    if prefix:
-        ids += find_label(graph, prefix + session_id, "TaskEpisode")
     return min(ids) if ids else None
 
 
