@@ -153,8 +153,8 @@ class IndexSearch:
             top = max(lex.values())
             lex = {i: v / top for i, v in lex.items()}
         nb: dict[int, float] = {}
+        members: dict[int, list] = {}  # cluster parent -> its live members, by id
         if p.neighbour and lex:
-            members: dict[int, list] = {}
             for h, v in lex.items():
                 parent = rows[h].parent
                 if parent is None:
@@ -198,7 +198,10 @@ class IndexSearch:
             return {}, rows
         self._qv = self.query_vector(expanded)
         self._qitems = list(self._qv.items())
-        sizes = self._cluster_sizes({r.parent for r in rows.values() if r.parent is not None})
+        sizes = {c: len(ms) for c, ms in members.items()}
+        if p.neighbour:  # the other clusters' sizes (only the neighbour share needs them)
+            sizes.update(self._cluster_sizes({r.parent for r in rows.values()
+                                              if r.parent is not None and r.parent not in sizes}))
         temporal = p.temporal and _words.is_temporal_query(expanded)
         pref = set(prefer)
         out = {}
