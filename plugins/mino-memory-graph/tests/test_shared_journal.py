@@ -397,6 +397,25 @@ def test_a_file_journal_never_imports_psycopg(tmp_path):
     assert out.stdout.strip() == "False", out.stderr
 
 
+def test_a_shared_url_without_psycopg_says_how_to_install_it(tmp_path):
+    # a Python where psycopg cannot be imported (None in sys.modules: import fails)
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "from mino_core.cli import main\n"
+            "sys.argv = ['mino', 'memory', *{!r}]\n"
+            "main()")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n")
+    env = isolated_env(home)
+    env["MINO_GRAPH_URL"] = "postgresql://mino@127.0.0.1:1/team"
+    for cmd in (["list"], ["export", "copy.jsonl"]):
+        out = subprocess.run([sys.executable, "-c", code.format(cmd)], capture_output=True,
+                             text=True, env=env, cwd=home, timeout=60)
+        assert out.returncode == 1, out.stderr
+        assert "pip install 'mino-memory-graph[postgres]'" in out.stderr, out.stderr
+        assert "unexpected error" not in out.stderr and "Traceback" not in out.stderr
+
+
 def test_shared_url_masking_and_choice(monkeypatch):
     from mino_memory_graph import shared_url as u
 

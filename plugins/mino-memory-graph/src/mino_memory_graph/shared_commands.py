@@ -13,6 +13,16 @@ import click
 from mino_core import visible
 
 
+def _pg():
+    """``journal_pg``, or one line saying how to install psycopg."""
+    from .shared_url import journal_pg
+
+    try:
+        return journal_pg()
+    except OSError as e:
+        raise click.ClickException(visible(str(e))) from None
+
+
 def _shared(context):
     from .shared_url import shared_url
 
@@ -21,9 +31,7 @@ def _shared(context):
         raise click.ClickException(
             "no shared memory journal is configured: set memory.graph.journal to a "
             "postgresql:// URL in config.yaml, or MINO_GRAPH_URL")
-    from .journal_pg import open_shared
-
-    return open_shared(url, context.home)
+    return _pg().open_shared(url, context.home)
 
 
 def _file_journal(context) -> Path:
@@ -43,7 +51,7 @@ def register(group, context) -> None:
     @click.option("--yes", is_flag=True, help="Do not ask; copy at once.")
     def push_cmd(source, yes):
         """Copy a file journal (default: this home's) into the empty shared journal."""
-        from .journal_pg import SharedJournalError
+        SharedJournalError = _pg().SharedJournalError
         from .shared_transfer import push, read_ops
 
         source = source or _file_journal(context)
@@ -78,7 +86,7 @@ def register(group, context) -> None:
     @click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
     def export_cmd(dest):
         """Write the shared journal to a new file journal (one Mnemo reads)."""
-        from .journal_pg import SharedJournalError
+        SharedJournalError = _pg().SharedJournalError
         from .shared_transfer import export
 
         journal = _shared(context)

@@ -263,13 +263,11 @@ class Store:
         ``stats`` then never builds it: what ``mino memory`` commands use."""
         journal = None
         if path is None:
-            from .shared_url import shared_url
+            from .shared_url import journal_pg, shared_url
 
             url = shared_url(config)
             if url:  # the shared journal: psycopg is imported only here
-                from .journal_pg import open_shared
-
-                journal = open_shared(url, home)
+                journal = journal_pg().open_shared(url, home)
                 path = journal.path  # its local mirror: everything above reads that
             else:
                 path = resolve_journal_path(home, config)
