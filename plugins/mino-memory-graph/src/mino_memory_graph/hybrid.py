@@ -84,7 +84,7 @@ __all__ = [
 SCORER_NAME = "hybrid-v1"
 
 from .words import (_RELATIVE_TIME, _RELATIVE_TIME_STEMS, _STEMS, _TEMPORAL_QUERY,  # noqa: F401
-                    _WORD, _WORD_OR_NUL, ENTITY_KEYS, STOPWORDS, HybridParams,
+                    _WORD, _WORD_OR_NUL, STOPWORDS, HybridParams,
                     is_temporal_query, stem, tokenize)
 
 

@@ -1,12 +1,10 @@
 """hybrid-v1's words: lowercase ASCII alphanumerics, English stopwords dropped, a light
-stemmer; relative time expressions; entity keys. Pure Python (no numpy), so the on-disk
+stemmer; relative time expressions. Pure Python (no numpy), so the on-disk
 index (``index.py``) tokenises with exactly the rules the scorer uses."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-ENTITY_KEYS = ("speaker", "author", "person", "who")
 
 # English function words, contractions split at the apostrophe, and chat fillers.
 STOPWORDS = frozenset(
