@@ -581,9 +581,6 @@ class Store:
         Everything derived is dropped and rebuilt (the cache file removed, the index
         rebuilt, the graph reloaded); other processes notice the new file under the lock
         (``Journal.replaced``) before their next read or append. Returns the new size."""
-        if not hasattr(self.journal, "rewrite"):
-            raise MemoryError_("this journal cannot be rewritten from here (a shared "
-                               "journal: its owner must do it)")
         with self._mutex:
             if self._writing:
                 raise RuntimeError("a write request is open on this store")
