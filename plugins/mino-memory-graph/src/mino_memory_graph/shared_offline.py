@@ -27,8 +27,12 @@ def begin(turn, begin_turn):
         journal.session = str(session.id)
     try:
         return begin_turn(turn)
-    except OSError:
+    except OSError as e:
         if not shared:
+            raise
+        from .journal_pg import SharedJournalError  # loaded already: the journal is one
+
+        if not isinstance(e, SharedJournalError):  # this machine's copy (a full disk)
             raise
         return recall_only(turn)
 
