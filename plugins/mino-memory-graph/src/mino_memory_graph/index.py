@@ -35,7 +35,9 @@ window's nodes back before reading the next, so memory stays bounded whatever th
 journal's size; on a terminal it draws a progress bar on stderr. It writes a new file
 renamed over the index once whole (a crash leaves the old index or none), so it needs
 no rollback journal and leaves to the end what only the final graph needs (secondary
-indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``).
+indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``). Its node
+texts' words and vectors are derived a window behind (``text_worker.Deferred``: on a
+second core for a large journal) and written over the rows one flush later.
 
 Layout (one row per node; ``facts``, ``tail`` as JSON)::
 
