@@ -237,3 +237,22 @@ def test_a_message_the_filter_refuses_is_not_kept(make_harness, scripted_server,
     t = _turns(journal(mino_home).graph)[0]
     assert t.fact("message").value.startswith("[message not kept: instruction-like text")
     assert t.label.startswith("task: [message not kept:")
+
+
+def test_episodes_off_feeds_the_session_node_once_per_source(make_harness, scripted_server,
+                                                             mino_home):
+    """Mnemo links each feeder to the episode once: with ``episodes: off`` every turn of
+    a session logs on its one node, so a profile recalled each turn must not add an edge
+    each turn (a long session would reinforce a growing pile of them every turn)."""
+    h = make_harness(approve="all", config={"memory": {"backend": "graph", "graph": {
+        "episodes": "off", "reflect": "off"}}})
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "shell", "value": "fish with starship prompt"}}]},
+        {"text": "Saved."})
+    h.turn("Remember the shell I use everywhere.")
+    _say(h, scripted_server, "Which shell do the examples use?", "And the shell in CI?",
+         "What shell does the container have?")
+    g = journal(mino_home).graph
+    (sess,) = [n.id for n in g.nodes.values() if n.kind == "TaskEpisode"]
+    feeders = [e.src for e in g.feeders_of(sess)]
+    assert feeders and len(feeders) == len(set(feeders))

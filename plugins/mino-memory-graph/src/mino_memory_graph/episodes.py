@@ -74,9 +74,14 @@ def begin(turn) -> str | None:
         sources = [nid for nid, _ in hits if g.nodes[nid].area != "Salience"
                    and g.nodes[nid].kind != "TaskEpisode"]
         sources += [p for p in (user, project) if profile_lines(g, p)]
+        # each source feeds the episode once (Mnemo): the session's node, the episode of
+        # every turn with ``episodes: off``, already has the earlier turns' feeders
+        fed = {e.src: e.id for e in req.graph.feeders_of(ep)}
         for nid in sources:
-            if g.live(nid) is not None:
-                feeders.append(req.link(nid, ep, "SuppliesContext"))
+            if nid not in fed and g.live(nid) is not None:
+                fed[nid] = req.link(nid, ep, "SuppliesContext")
+            if nid in fed:
+                feeders.append(fed[nid])
     turn.scratch[NAME] = {"memory": mem, "episode": ep, "user": user, "project": project,
                           "recalled": [nid for nid, _ in hits], "steered": set(),
                           "markers": [], "feeders": feeders,
