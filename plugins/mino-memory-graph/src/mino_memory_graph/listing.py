@@ -50,14 +50,9 @@ class Reader:
     # --- nodes ----------------------------------------------------------------------
 
     def rows(self):
-        """``(id, kind, area, label, deleted, created_at, facts)`` of every node; each
-        fact ``(id, key, value, created_at, active, superseded_by)``."""
-        if self.ix is not None:
-            for r in self.ix.db.execute("SELECT id, kind, area, label, deleted, created_at, "
-                                        "facts FROM nodes"):
-                yield (r[0], r[1], r[2], r[3], bool(r[4]), r[5],
-                       [tuple(f) for f in json.loads(r[6])])
-            return
+        """``(id, kind, area, label, deleted, created_at, facts)`` of every node in the
+        graph (without the index: ``listing`` pages in SQLite); each fact ``(id, key,
+        value, created_at, active, superseded_by)``."""
         for n in list(self.store.graph.nodes.values()):
             yield (n.id, n.kind, n.area, n.label, bool(n.deleted), n.created_at,
                    [(f.id, f.key, f.value, f.created_at, f.active, f.superseded_by)
