@@ -207,7 +207,8 @@ def end(record) -> None:
     ep = sc["episode"]
     store = mem.store
     session = info.session
-    if _recording_denied(session, {}):
+    denied = _recording_denied(session, {})
+    if denied:
         sc.pop("pending", None)
     else:
         _record_end(record, sc, store, ep)
@@ -215,7 +216,7 @@ def end(record) -> None:
         ok, why = reflect.worth_reflecting(record)
         if ok and not session.denied(REFLECTION_TITLE, {}):  # no request to throw away
             reflect_run(record, sc, why)
-    if sc.get("turn_episode") and not _recording_denied(session, {}):
+    if sc.get("turn_episode") and not denied:
         _record_saved(record, sc, store)
     _save_cache_in_background(store)
 
