@@ -21,7 +21,7 @@ import json
 import threading
 
 from . import credit, reflect, safety, standing, steer
-from .memories import NAME, Memory, identity_of, memory_for, section
+from .memories import NAME, Memory, identity_of, memory_for, section, switched_on
 from .recall_block import profile_lines, recall_hits, render
 from .reflection_offer import REFLECTION_TITLE, reflect_run
 
@@ -93,7 +93,7 @@ def begin(turn) -> str | None:
 
 def records_episodes(config) -> bool:
     """``memory.graph.episodes`` (default on): whether each user message is recorded."""
-    return section(config).get("episodes", "on") not in (False, "off", "no", "false", "0")
+    return switched_on(config, "episodes")
 
 
 # -- steer -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from . import safety
-from .memories import NAME, section
+from .memories import NAME, switched_on
 from .recall_block import scope_for
 from .steer import SUBJECT_IN_FAILURE, failure_subject
 
@@ -55,7 +55,7 @@ def same_command(command: str, failure: str) -> bool:
 
 
 def enabled(config) -> bool:
-    return section(config).get("guard", "on") not in (False, "off", "no", "false", "0")
+    return switched_on(config, "guard")
 
 
 def guard(call, tool, turn) -> str | None:

@@ -93,6 +93,11 @@ def section(config) -> dict:
     return g if isinstance(g, dict) else {}
 
 
+def switched_on(config, key: str) -> bool:
+    """A ``memory.graph`` on/off setting that is on unless set off (``guard``, ``episodes``)."""
+    return section(config).get(key, "on") not in (False, "off", "no", "false", "0")
+
+
 def identity_of(session) -> str:
     st = session.state.setdefault(NAME, {})
     ident = st.get("identity")
