@@ -57,15 +57,18 @@ def begin(turn) -> str | None:
     project = mem.standing.project_id(g, identity)
     user = mem.standing.user_id(g)
     hits = recall_hits(mem, text, project, session=str(session.id))
+    records = records_episodes(session.config)
+    # filtered before the journal's lock is taken: the filter's time is the message's size
+    label, message = standing.episode_texts(text) if records else (None, None)
     with store.write() as req:
         user, project = mem.standing.ensure(req, identity, session.project_root)
         ep = mem.standing.session(req, str(session.id), project,
                                   resumed=(turn.number or 0) > 1)
-        if records_episodes(session.config):
-            sess, ep = ep, req.episode(standing.episode_label(text))
+        if records:
+            sess, ep = ep, req.episode(label)
             req.add_fact(ep, "session", str(session.id))
             req.add_fact(ep, "turn", str(turn.number))
-            req.add_fact(ep, "message", standing.message_text(text))
+            req.add_fact(ep, "message", message)
             req.link(ep, project, "PartOf")
             req.link(ep, sess, "PartOf")
         mark = req.graph.next_fact  # facts from here on are this turn's (``_record_saved``)
@@ -85,7 +88,7 @@ def begin(turn) -> str | None:
     turn.scratch[NAME] = {"memory": mem, "episode": ep, "user": user, "project": project,
                           "recalled": [nid for nid, _ in hits], "steered": set(),
                           "markers": [], "feeders": feeders,
-                          "turn_episode": records_episodes(session.config),
+                          "turn_episode": records,
                           "session_node": mem.standing.sessions.get(str(session.id)),
                           "fact_mark": mark}
     return render(g, user, project, hits) or None

@@ -149,15 +149,12 @@ def _one_line(text: str) -> str:
     return observed(" ".join((text or "").split()), "[message not kept: {why}]")
 
 
-def episode_label(text: str) -> str:
+def episode_texts(text: str) -> tuple[str, str]:
+    """A turn's episode label and its ``message`` fact (one line, redacted, capped), from
+    one pass of the filter (about a millisecond a kilobyte: a piped file makes it count)."""
     one = _one_line(text)
-    return EPISODE_PREFIX + (one[:80] + ("…" if len(one) > 80 else ""))
-
-
-def message_text(text: str) -> str:
-    """The ``message`` fact of a turn's episode: one line, redacted, capped."""
-    one = _one_line(text)
-    return one[:MESSAGE_CHARS] + ("…" if len(one) > MESSAGE_CHARS else "")
+    return (EPISODE_PREFIX + one[:80] + ("…" if len(one) > 80 else ""),
+            one[:MESSAGE_CHARS] + ("…" if len(one) > MESSAGE_CHARS else ""))
 
 
 def session_label(session_id: str) -> str:
