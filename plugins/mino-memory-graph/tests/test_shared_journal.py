@@ -476,6 +476,9 @@ def test_a_turn_with_the_server_away_recalls_and_a_save_fails_cleanly(
         who = set(c.execute("SELECT written_by_user, written_by_host, session "
                             "FROM mino_journal").fetchall())
     assert len(who) == 1 and list(who)[0][2] == str(h.session.id)
+    # the first-use notice names where messages go: the shared journal, no password
+    assert "recorded as an episode in the shared journal postgresql://" in h.notices
+    assert db["mino_password"] not in h.notices
     pg.stop("immediate")
     try:
         h.new_session()

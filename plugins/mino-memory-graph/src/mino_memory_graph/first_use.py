@@ -36,4 +36,9 @@ def episodes_notice(session) -> None:
         pass  # unwritable: say it now and again next time, rather than never
     from mino_core import visible
 
-    session.notice(EPISODES_NOTICE.format(path=visible(str(path))))
+    from .shared_url import masked, shared_url
+
+    url = shared_url(session.config)  # then ``path`` is only this machine's copy of it
+    where = f"the shared journal {masked(url)} (everyone using it reads it)" if url \
+        else str(path)
+    session.notice(EPISODES_NOTICE.format(path=visible(where)))
