@@ -14,6 +14,7 @@ installed. ``MINO_STRICT_PLUGINS=1`` re-raises instead, for plugin authors and C
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import threading
 import time
@@ -396,7 +397,9 @@ def _module_name(module: Any) -> str:
     return getattr(module, "__module__", type(module).__name__)
 
 
+@functools.cache
 def _core_version() -> str:
+    """Read once: each core plugin registered asks, and each ask scans ``sys.path``."""
     return _entry_points.version("mino-core") or "0+unknown"
 
 
