@@ -216,7 +216,7 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
     except (ConfigError, SessionNotFound) as exc:
         _fail(str(exc))
     if prompt is not None:
-        from .turn import run_turn
+        from .turn import end_session, run_turn
 
         for message in agent.host.drain_errors():
             ui.notice(message)
@@ -224,8 +224,6 @@ def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int
 
         prewarm()
         record = run_turn(agent.session, prompt)
-        from .turn import end_session
-
         end_session(agent.session)
         return 0 if record.ended == "answer" else 1
     keys = None

@@ -447,15 +447,13 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
     ui.emit({"type": "start", "session_id": session.id, "model": settings.model,
              "server": settings.base_url, "mode": session.mode, "project": str(agent.project_root)})
     from .model import prewarm
-    from .turn import run_turn
+    from .turn import end_session, run_turn
 
     prewarm()
     try:
         record = run_turn(session, text)
     except Exception as exc:  # noqa: BLE001 - a bug: one line, the log keeps the traceback
         record = _crashed(session, ui, exc)
-    from .turn import end_session
-
     end_session(session)  # before the result, so what it reports is among the notices
     code = exit_code(record)
     result = result_object(record, session, agent.client, started, code, ui.notices)

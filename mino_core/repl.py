@@ -8,7 +8,7 @@ from . import confirm
 from .agent import Agent, SessionNotFound
 from .permissions import MODES, normalise_mode
 from .sessionlog import list_sessions, recap, session_project
-from .turn import run_turn
+from .turn import end_session, run_turn
 
 HELP = """\
 Commands:
@@ -117,8 +117,6 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
 
 
 def leave(agent: Agent) -> int:
-    from .turn import end_session
-
     end_session(agent.session)
     if agent.session is not None and agent.session.turns:
         agent.ui.line(f"Resume with: mino --resume {agent.session.id}")
@@ -171,8 +169,6 @@ def resume(agent: Agent, session_id: str, mode: str | None = None, switch: bool 
         agent.project_root = Path(folder).resolve()
         agent.context.project_root = agent.project_root
         ui.line(f"Project: {agent.project_root}")
-    from .turn import end_session
-
     end_session(agent.session)  # the one it leaves (none when mino starts with --resume)
     agent.resume(found.id, mode)
     show_recap(agent)
@@ -198,8 +194,6 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
     if name == "/help":
         ui.line(HELP)
     elif name == "/new":
-        from .turn import end_session
-
         end_session(agent.session)
         agent.new_session(agent.session.mode)
         announce(agent)
