@@ -385,6 +385,18 @@ def test_push_a_file_journal_then_export_it_byte_for_byte(pg, tmp_path):
     assert json.loads(found.stdout)["results"][0]["label"] == "deploy 404"
 
 
+def test_push_copies_the_file_journal_config_names(tmp_path):
+    # with the shared journal from MINO_GRAPH_URL, config's file journal is the one pushed
+    home = tmp_path / "home"
+    home.mkdir()
+    mine = tmp_path / "work" / "mine.jsonl"
+    (home / "config.yaml").write_text(
+        f"memory:\n  backend: graph\n  graph:\n    journal: {mine}\n")
+    out = mino(home, "memory", "push", "--yes",
+               env={"MINO_GRAPH_URL": "postgresql://mino@127.0.0.1:1/team"})
+    assert out.returncode == 1 and f"cannot read {mine}" in out.stderr, out.stderr
+
+
 def test_a_file_journal_never_imports_psycopg(tmp_path):
     code = ("import sys; from mino_memory_graph.store import Store; "
             f"s = Store.open(home={str(tmp_path)!r}); "

@@ -83,11 +83,20 @@ def resolve_journal_path(home: Path | str | None = None, config: dict | None = N
     url = shared_url(config)
     if url:
         return mirror_path(url, home)
+    return file_journal_path(home, config)
+
+
+def file_journal_path(home: Path | str | None = None, config: dict | None = None) -> Path:
+    """The file journal: env ``MNEMO_MEMORY_JOURNAL``, config (a path, not a URL), or the
+    home default; with a shared journal configured, the one ``mino memory push`` copies."""
+    from .shared_url import is_url
+
     env = os.environ.get("MNEMO_MEMORY_JOURNAL")
     if env:
         return Path(env).expanduser()
     graph_cfg = ((config or {}).get("memory") or {}).get("graph") if config else None
-    if isinstance(graph_cfg, dict) and graph_cfg.get("journal"):
+    if (isinstance(graph_cfg, dict) and graph_cfg.get("journal")
+            and not is_url(graph_cfg["journal"])):
         return Path(str(graph_cfg["journal"])).expanduser()
     if home is None:
         home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")

@@ -4,7 +4,6 @@ kept; ``export PATH`` writes the shared journal to a new file journal that Mnemo
 Errors are one line (no password in them) and exit code 1."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -34,12 +33,6 @@ def _shared(context):
     return _pg().open_shared(url, context.home)
 
 
-def _file_journal(context) -> Path:
-    """The file journal this home would use without the shared one."""
-    env = os.environ.get("MNEMO_MEMORY_JOURNAL")
-    return Path(env).expanduser() if env else Path(context.home) / "graph" / "journal.jsonl"
-
-
 def _fail(e: Exception):
     raise click.ClickException(visible(str(e).splitlines()[0] if str(e) else type(e).__name__))
 
@@ -54,7 +47,9 @@ def register(group, context) -> None:
         SharedJournalError = _pg().SharedJournalError
         from .shared_transfer import push, read_ops
 
-        source = source or _file_journal(context)
+        from .journal import file_journal_path
+
+        source = source or file_journal_path(context.home, context.config)
         try:
             lines, left = read_ops(source)
         except OSError as e:
