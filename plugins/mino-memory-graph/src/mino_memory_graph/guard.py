@@ -17,7 +17,7 @@ import re
 
 from . import safety
 from .memories import NAME, switched_on
-from .recall_block import scope_for
+from .recall_block import scoped_search
 from .steer import SUBJECT_IN_FAILURE, failure_subject
 
 GUARD_K = 8            # Salience candidates searched per command (Mnemo: 8)
@@ -70,10 +70,9 @@ def guard(call, tool, turn) -> str | None:
     store = mem.store
     store.refresh()
     g = store.graph
-    found = store.search(command, GUARD_K, areas=["Salience"],
-                         scope=scope_for(g, sc.get("project")), refresh=False)
+    found = scoped_search(store, command, GUARD_K, sc.get("project"), areas=["Salience"])
     ran = [s for s in sc.get("ran", []) if len(s) > 3]
-    for hit in found.hits:
+    for hit in found:
         n = g.live(hit.node)
         if n is None or n.area != "Salience" or hit.node in warned:
             continue
