@@ -183,3 +183,18 @@ def test_a_session_with_no_turn_here_opens_no_journal_when_it_ends(graph_only, m
     h = make_harness(config=GRAPH)
     h.end_session()  # mino started and left at once
     assert not (mino_home / "graph").exists() and h.notices == ""
+
+
+def test_the_session_node_this_process_made_is_where_the_session_began(
+        graph_only, make_harness, scripted_server, mino_home):
+    from mino_memory_graph import loop
+
+    h = _session(make_harness, scripted_server, MESSAGES[:1])
+    h.new_session()
+    _talk(h, scripted_server, OTHER[:1])  # the second session's node: not the lowest id
+    sid = str(h.session.id)
+    mem = loop.memory_for(h.session.home, h.session.config)
+    known = mem.standing.sessions[sid]
+    g = journal(mino_home).graph
+    assert consolidate._began_at(g, sid, known) == consolidate._began_at(g, sid) == known
+    assert consolidate._began_at(g, sid, known - 1) == known  # not its node: the scan

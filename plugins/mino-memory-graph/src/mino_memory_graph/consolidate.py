@@ -206,11 +206,16 @@ def new_episodes(graph, since: int, sessions: bool = False) -> int:
                and n.kind == "TaskEpisode" and n.label.startswith(prefix) == sessions)
 
 
-def _began_at(graph, session_id: str) -> int | None:
+def _began_at(graph, session_id: str, known: int | None = None) -> int | None:
     """The lowest id this session wrote: its session node or its first episode (both
-    carry its ``session`` fact)."""
+    carry its ``session`` fact). ``known``: the session's node as this process found or
+    made it (on the session's first turn, before that turn's episode), which spares a
+    scan of every node (36 ms at 100,000)."""
     from .partial import find_fact
 
+    n = graph.live(known) if known is not None else None
+    if n is not None and n.label == _session_prefix() + session_id:
+        return known
     ids = find_fact(graph, "session", session_id)
     return min(ids) if ids else None
 
@@ -231,7 +236,7 @@ def at_session_end(session) -> list[dict]:
     store = mem.store
     store.refresh()
     g = store.graph
-    began = _began_at(g, str(session.id))
+    began = _began_at(g, str(session.id), mem.standing.sessions.get(str(session.id)))
     if began is None:
         return []
     if new_episodes(g, began, sessions=not records_episodes(session.config)) < threshold():
