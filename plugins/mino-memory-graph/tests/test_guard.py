@@ -104,6 +104,21 @@ def test_without_the_guard_the_failure_repeats(make_harness, scripted_server, mi
     assert markers(mino_home)[0].fact("occurrences").value == "2"
 
 
+def test_a_fix_already_run_is_seen_when_recording_is_denied(make_harness, scripted_server,
+                                                            mino_home, project):
+    """``deny: memory_observe`` stops what memory records, not what the guard reads: a
+    command whose fix already ran in this turn is not held back."""
+    h = make_harness(approve="all", config=GRAPH)
+    _learn_the_pitfall(h, scripted_server, mino_home, project)
+    config = {**GRAPH, "permissions": {"deny": ["memory_observe"]}}
+    h = make_harness(approve="all", config=config)
+    scripted_server.add(bash("sh deps.sh"), {"require": "status: completed", **bash(BUILD)},
+                        {"text": "built"})
+    rec = h.turn("please build it again")
+    assert scripted_server.failures == [] and scripted_server.remaining == 0
+    assert [o.result.status.value for o in rec.outcomes] == ["completed", "completed"]
+
+
 @pytest.mark.parametrize("command, failure, same", [
     ("npm test", "Bash(npm test) failed: 3 failing", True),
     ("cd /repo && npm test", "Bash(npm test) failed: x", True),

@@ -109,17 +109,18 @@ def observe(outcome, turn) -> None:
     mem: Memory = sc["memory"]
     ep = sc["episode"]
     call, result = outcome.call, outcome.result
+    status = result.status.value
+    if status == "completed":  # what the guard checks a remembered fix against (kept
+        # in the turn, not recorded: so also when recording is denied)
+        sc.setdefault("ran", []).append(steer.failure_subject(call.arguments))
     if _recording_denied(turn.session, {"name": call.name}):
         return
     # What the model chose (the subject) and what a tool printed (the failure) are
     # recorded unasked: filtered as a reflection is, a placeholder where it trips.
     subject = safety.observed(subject_of(call), "[subject not kept: {why}]")
-    status = result.status.value
     head = f"{call.name}({subject})" if subject else call.name
     store = mem.store
     if status != "failed":
-        if status == "completed":  # what the guard checks a remembered fix against
-            sc.setdefault("ran", []).append(steer.failure_subject(call.arguments))
         kind = {"completed": "tool_call", "denied": "tool_refused",
                 "invalid_arguments": "tool_invalid"}.get(status, "tool_call")
         detail = f"{head}: " + {"completed": "ok", "denied": "refused",
