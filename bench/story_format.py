@@ -12,6 +12,7 @@ from typing import Any
 MAX_SHARED = 0.5
 EXPECT_KEYS = frozenset(("recall", "absent", "in_turn", "clean"))
 _WORD = re.compile(r"[a-z0-9]+")
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a project's folder name: no path
 STOPWORDS = frozenset("""
 a an the and or but if of to in on at by for with from into onto over under about as is are
 was were be been being am do does did done have has had having it its this that these those
@@ -107,6 +108,10 @@ def load_story(path: Path) -> Story:
                                                  for v in projects.values()):
         raise StoryError(f"{name}: projects must map names to settings")
     projects = {str(k): dict(v or {}) for k, v in projects.items()}
+    for p in projects:
+        if not _PROJECT.match(p):
+            raise StoryError(f"{name}: project {p!r} must be a plain folder name "
+                             "(letters, digits, '.', '_', '-')")
     first_project = next(iter(projects))
     raw_sessions = data.get("sessions")
     if not isinstance(raw_sessions, list) or not raw_sessions:

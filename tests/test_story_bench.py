@@ -107,8 +107,11 @@ def test_unused_answers_are_a_story_error_and_bad_files_are_refused(bench, tmp_p
         "          - text: Noted.\n          - text: never asked for\n", 1))
     write(folder, "broken.yaml", "title: [unclosed\n")
     write(folder, "empty.yaml", "title: nothing measured\nsessions:\n  - turns: [hello there]\n")
+    write(folder, "outside.yaml", "projects: {../../elsewhere: {}}\n" + TEACH_AND_ASK)
     stories, refused = bench.load_stories(folder)
     assert [s.name for s in stories] == ["extra"]
+    assert any(r.startswith("outside: project '../../elsewhere' must be a plain folder name")
+               for r in refused)
     assert any(r.startswith("broken: not valid YAML") for r in refused)
     assert any("empty: no turn has an expect" in r for r in refused)
     result = bench.run_story(stories[0], tmp_path)
