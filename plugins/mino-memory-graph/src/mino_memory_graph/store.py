@@ -360,10 +360,10 @@ class Store:
     def graph_built(self) -> bool:
         return self._graph is not None
 
-    def _load(self) -> None:
-        with self._mutex, self._locked(False):
+    def _load(self, rebuild_index: bool = False) -> None:
+        with self._mutex, self._locked(False):  # (nothing more when a lock is held)
             if self.use_index:
-                self._open_index()
+                self._open_index(rebuild_index)
                 if self.index is not None and self.lazy:
                     self.offset = self.index.offset
                     self.report = self.index.report
@@ -418,12 +418,12 @@ class Store:
             return self.index.stat("quarantined")
         return self.report.quarantined
 
-    def _open_index(self) -> None:
-        """Open (rebuilding when needed) the index; caller holds a journal lock."""
+    def _open_index(self, rebuild: bool = False) -> None:
+        """Open (rebuilding when needed, or asked) the index; caller holds a journal lock."""
         from .index import Index
 
         try:
-            self.index = Index.open(self.journal, lock=False)
+            self.index = Index.open(self.journal, rebuild=rebuild, lock=False)
             self.index_note = self.index.note
         except (OSError, sqlite3.Error) as e:
             self.index = None
@@ -618,20 +618,7 @@ class Store:
                     p.unlink()
                 except FileNotFoundError:
                     pass
-        if self.use_index:
-            from .index import Index
-
-            try:
-                self.index = Index.open(self.journal, rebuild=True, lock=False)
-                self.index_note = "rebuilt after the journal was rewritten"
-            except (OSError, sqlite3.Error) as e:
-                self.index = None
-                self.index_note = f"not available: {e}"
-        if self.index is not None and self.lazy:
-            self.offset = self.index.offset
-            self.report = self.index.report
-            return
-        self._load_graph()
+        self._load(rebuild_index=True)  # as an open does, the index made afresh
 
     def _forget_unsaved(self) -> None:
         """The request's lines were not appended (a shared journal's server went away):
