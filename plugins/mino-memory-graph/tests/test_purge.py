@@ -138,6 +138,28 @@ def test_purge_of_an_unknown_or_hard_forgotten_memory(tmp_path):
     assert files_holding(home / "graph", "secret words") == []
 
 
+def test_purge_of_a_journal_reached_through_a_symlink_purges_the_real_file(tmp_path):
+    home = tmp_path / "home"
+    (home / "graph").mkdir(parents=True)
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n")
+    real = tmp_path / "synced" / "journal.jsonl"
+    real.parent.mkdir()
+    real.touch()
+    link = home / "graph" / "journal.jsonl"
+    link.symlink_to(real)
+    s = Store.open(link)
+    with s.write() as r:
+        a = r.create_node("Aspect", f"a label with {SECRET}")
+        b = r.create_node("Aspect", "another memory")
+    s.close()
+    ok(home, "memory", "purge", str(a), "--yes")
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert SECRET not in real.read_text() and "another memory" in real.read_text()
+    assert files_holding(home / "graph", SECRET) == []
+    assert [p.name for p in real.parent.iterdir()] == ["journal.jsonl"]  # no tmp left
+    assert "another memory" in ok(home, "memory", "show", str(b)).stdout
+
+
 CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])

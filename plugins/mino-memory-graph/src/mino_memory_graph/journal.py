@@ -295,8 +295,10 @@ class Journal:
         so a crash leaves the old journal or the new one, never half of either.
         ``keep_old``: the old journal stays under that name (a hard link, 0600).
         Returns the new size. Other processes see ``replaced()`` under the lock and
-        reopen before they read or append."""
-        tmp = self.path.with_name(f"{self.path.name}.rewrite-{os.getpid()}")
+        reopen before they read or append. A journal reached through a symlink is
+        replaced where it really lives: the link stays, and the old text goes."""
+        real = Path(os.path.realpath(self.path))
+        tmp = real.with_name(f"{real.name}.rewrite-{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
                      0o600)
         try:
@@ -309,16 +311,16 @@ class Journal:
             finally:
                 os.close(fd)
             if keep_old is not None:
-                os.link(self.path, keep_old)
+                os.link(real, keep_old)
                 os.chmod(keep_old, 0o600)
-            os.replace(tmp, self.path)
+            os.replace(tmp, real)
         except BaseException:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
             raise
-        _fsync_dir(self.path.parent)
+        _fsync_dir(real.parent)
         self.reopen()
         return self.size()
 
