@@ -179,6 +179,8 @@ def test_forget_a_memory_says_the_text_stays_until_a_purge(home):
 @pytest.mark.parametrize("args, says", [
     (["show", "abc"], "not a memory id: abc"),
     (["history", "12x"], "not a memory id: 12x"),
+    (["history", str(1 << 64)], f"not a memory id: {1 << 64}"),
+    (["purge", str(1 << 63), "--yes"], f"not a memory id: {1 << 63}"),
     (["show", "999"], "does not exist"),
     (["forget", "999"], "does not exist"),
     (["forget", "1", "--fact", "k", "--hard"], "drop --fact or --hard"),

@@ -138,7 +138,7 @@ def _node_arg(value: str) -> int:
     except ValueError:
         raise click.ClickException(f"not a memory id: {_one(value)!s} (a number, as "
                                    "`mino memory list` shows them)") from None
-    if n < 0:
+    if n < 0 or n >= 1 << 63:  # past SQLite's integers: no id is that large
         raise click.ClickException(f"not a memory id: {n}")
     return n
 
