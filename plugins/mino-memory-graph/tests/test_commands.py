@@ -186,6 +186,7 @@ def test_forget_a_memory_says_the_text_stays_until_a_purge(home):
     (["forget", "1", "--fact", "k", "--hard"], "drop --fact or --hard"),
     (["list", "--kind", "bogus"], "unknown node kind 'bogus'"),
     (["list", "--limit", "-1"], "Invalid value"),
+    (["list", "--offset", str(1 << 63)], "Invalid value"),
     (["purge", "1"], "add --yes"),
 ])
 def test_bad_input_is_one_clear_line(home, args, says):

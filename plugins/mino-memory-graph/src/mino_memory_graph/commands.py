@@ -19,6 +19,7 @@ from mino_core import visible
 
 TOMBSTONE_FACT = "[forgotten]"  # the value a forgotten fact is superseded by
 SHOW_FACTS = 5  # facts of one hit shown by ``search`` (``show`` has them all)
+MAX_INT = (1 << 63) - 1  # SQLite's largest integer: ids, limits and offsets past it are bad input
 
 
 def _open(context):
@@ -138,7 +139,7 @@ def _node_arg(value: str) -> int:
     except ValueError:
         raise click.ClickException(f"not a memory id: {_one(value)!s} (a number, as "
                                    "`mino memory list` shows them)") from None
-    if n < 0 or n >= 1 << 63:  # past SQLite's integers: no id is that large
+    if n < 0 or n > MAX_INT:
         raise click.ClickException(f"not a memory id: {n}")
     return n
 
@@ -147,9 +148,9 @@ def register_commands(group, context):
     from .consolidate import register_command as consolidate_command  # body in consolidate.py
     consolidate_command(group, context)
     @group.command("list")
-    @click.option("--limit", default=20, show_default=True, type=click.IntRange(0, None),
+    @click.option("--limit", default=20, show_default=True, type=click.IntRange(0, MAX_INT),
                   help="How many memories (0: all).")
-    @click.option("--offset", default=0, type=click.IntRange(0, None),
+    @click.option("--offset", default=0, type=click.IntRange(0, MAX_INT),
                   help="Skip this many first (the next page).")
     @click.option("--episodes", is_flag=True,
                   help="Also the recorded messages and sessions (episodes).")
