@@ -387,6 +387,7 @@ def test_push_a_file_journal_then_export_it_byte_for_byte(pg, tmp_path):
 
 def test_push_copies_the_file_journal_config_names(tmp_path):
     # with the shared journal from MINO_GRAPH_URL, config's file journal is the one pushed
+    pytest.importorskip("psycopg")
     home = tmp_path / "home"
     home.mkdir()
     mine = tmp_path / "work" / "mine.jsonl"
@@ -456,6 +457,7 @@ def test_a_malformed_shared_url_is_a_line_not_a_traceback(tmp_path):
 
     # the mirror's folder is named from what the URL names; connecting says what is wrong
     assert u.identity("postgresql://h:abc/team").startswith("team-")
+    pytest.importorskip("psycopg")
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.yaml").write_text("memory:\n  backend: graph\n")
