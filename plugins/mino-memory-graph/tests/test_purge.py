@@ -160,6 +160,27 @@ def test_purge_of_a_journal_reached_through_a_symlink_purges_the_real_file(tmp_p
     assert "another memory" in ok(home, "memory", "show", str(b)).stdout
 
 
+def test_purge_finds_the_node_in_lines_with_any_json_spacing(tmp_path):
+    # replay reads a line with spaces (a journal another writer made): so does purge
+    home = tmp_path / "home"
+    (home / "graph").mkdir(parents=True)
+    (home / "config.yaml").write_text("memory:\n  backend: graph\n")
+    ops = [{"CreateNode": {"id": 1, "kind": "Aspect", "label": f"a label with {SECRET}",
+                           "at": 1}},
+           {"CreateNode": {"id": 2, "kind": "Aspect", "label": "another memory", "at": 2}},
+           {"AddFact": {"node": 1, "fact_id": 1, "key": "k",
+                        "value": "value with its own words", "at": 3}}]
+    jpath = home / "graph" / "journal.jsonl"
+    jpath.write_text("".join(json.dumps(op) + "\n" for op in ops))  # ", " and ": "
+    shown = ok(home, "memory", "show", "1")
+    assert SECRET in shown.stdout and "its own words" in shown.stdout
+    assert "bad journal line" not in shown.stderr  # every line is an operation
+    ok(home, "memory", "purge", "1", "--yes")
+    assert files_holding(home / "graph", SECRET) == []
+    assert files_holding(home / "graph", "its own words") == []
+    assert "another memory" in ok(home, "memory", "show", "2").stdout
+
+
 CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])

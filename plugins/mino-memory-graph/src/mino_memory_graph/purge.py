@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from . import ops as _ops
@@ -46,7 +47,9 @@ class Purge:
         self.touched = 0       # lines of the node rewritten
         self.scrubbed = 0      # other lines a quote was removed from
         self._quotes_b: list[bytes] = []
-        self._probe = (b":%d," % node, b":%d}" % node)  # how a line naming it must look
+        # how a line naming it must look, with any JSON spacing (replay accepts any)
+        self._digits = b"%d" % node
+        self._names = re.compile(rb":\s*%d\s*[,}]" % node)
 
     # --- pass 1 ---------------------------------------------------------------------
 
@@ -61,9 +64,8 @@ class Purge:
     def learn(self, lines) -> bool:
         """Collect the node's texts; True when the node was created in ``lines``."""
         created = False
-        probe = self._probe
         for line in lines:
-            if probe[0] not in line and probe[1] not in line:
+            if not self._may_name(line):
                 continue
             op = _parse(line)
             if op is None or not self._mine(*op):
@@ -88,6 +90,9 @@ class Purge:
             forms.add(q.encode("utf-8", "replace"))
         self._quotes_b = sorted(forms, key=len, reverse=True)
         return created
+
+    def _may_name(self, line: bytes) -> bool:
+        return self._digits in line and self._names.search(line) is not None
 
     def _quote(self, text: str) -> None:
         text = str(text).strip()
@@ -144,7 +149,7 @@ class Purge:
         names neither the node nor a quote of it is kept without being parsed: most of
         a journal, and parsing it all was most of a purge."""
         if (not suspect and line.startswith(b'{"') and line.rstrip(b"\n").endswith(b"}}")
-                and self._probe[0] not in line and self._probe[1] not in line
+                and not self._may_name(line)
                 and not any(q in line for q in self._quotes_b)):
             return line
         op = _parse(line)
