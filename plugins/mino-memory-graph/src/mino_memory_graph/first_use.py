@@ -16,10 +16,16 @@ EPISODES_NOTICE = (
 
 
 def episodes_notice(session) -> None:
-    """Say ``EPISODES_NOTICE`` once per journal, when episodes are on."""
+    """Say ``EPISODES_NOTICE`` once per journal, when episodes are on (looked at once per
+    session: every later turn of it costs a dictionary lookup)."""
     from .episodes import records_episodes
     from .journal import ensure_private_dir, open_private, resolve_journal_path
+    from .memories import NAME
 
+    state = session.state.setdefault(NAME, {})
+    if state.get("episodes_notice_checked"):
+        return
+    state["episodes_notice_checked"] = True
     if not records_episodes(session.config):
         return
     path = resolve_journal_path(session.home, session.config)
