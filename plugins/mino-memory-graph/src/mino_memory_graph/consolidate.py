@@ -28,6 +28,7 @@ since it began (other processes' episodes on the shared journal count, as in Mne
 from __future__ import annotations
 
 import os
+import re
 
 import click
 
@@ -78,30 +79,47 @@ BOOKKEEPING = frozenset(("session", "turn", "started", "source", "signature", "o
 
 
 def theme_tokens(node) -> frozenset[str]:
-    from .embed import tokenize
-
-    text = " ".join([node.label] + [f.value for f in node.facts
-                                    if f.active and f.key not in BOOKKEEPING])
-    return frozenset(t for t in (b.decode("ascii") for b in tokenize(text))
-                     if len(t) > 2 and t not in STOPWORDS)
+    return _theme(node.label, [f.value for f in node.facts
+                               if f.active and f.key not in BOOKKEEPING])
 
 
-def _source_ids(graph) -> list[int]:
-    """Live Episodic and Salience node ids, ascending (the index answers for a partial
-    graph, which never lists its nodes)."""
-    if getattr(graph, "partial", False):
-        rows = graph.index.db.execute(
-            "SELECT id FROM nodes WHERE deleted=0 AND area IN (?, ?) ORDER BY id", SOURCE_AREAS)
-        ids = [r[0] for r in rows]
-    else:
-        ids = sorted(nid for nid, n in graph.nodes.items()
-                     if not n.deleted and n.area in SOURCE_AREAS)
-    # A session's node is the container of its episodes (its label and facts are an id and
-    # a date): not a source of its own.
+# Mnemo's tokens (``embed.tokenize``: ASCII letters and digits of the lowered UTF-8
+# bytes) longer than 2 characters, in one pass: bytes read as latin-1 map one to one, and
+# none at or above 0x80 is a letter or digit here
+_THEME_TOKEN = re.compile(r"[a-z0-9]{3,}")
+
+
+def _theme(label: str, values: list[str]) -> frozenset[str]:
+    text = " ".join([label, *values]).encode("utf-8", "surrogatepass").lower()
+    return frozenset(_THEME_TOKEN.findall(text.decode("latin-1"))) - STOPWORDS
+
+
+def _source_tokens(graph) -> dict[int, frozenset[str]]:
+    """Each source's theme tokens, by id ascending: live Episodic and Salience nodes, less
+    the sessions' own nodes (a session's node is the container of its episodes: its label
+    and facts are an id and a date). A partial graph's sources come from the index in one
+    pass (building each node took two queries a node: 3 s of a session's end at 100,000
+    nodes), the nodes it has loaded as they stand in it."""
     container = _session_prefix()
-    return [nid for nid in ids if (n := graph.nodes.get(nid)) is not None
-            and not n.deleted and n.area in SOURCE_AREAS
-            and not (n.kind == "TaskEpisode" and n.label.startswith(container))]
+
+    def source(n) -> bool:
+        return (n is not None and not n.deleted and n.area in SOURCE_AREAS
+                and not (n.kind == "TaskEpisode" and n.label.startswith(container)))
+
+    if not getattr(graph, "partial", False):
+        return {nid: theme_tokens(n) for nid, n in sorted(graph.nodes.items()) if source(n)}
+    import json
+
+    loaded = dict(graph.nodes.loaded())
+    out = {nid: theme_tokens(n) for nid, n in loaded.items() if source(n)}
+    for nid, kind, label, facts in graph.index.db.execute(
+            "SELECT id, kind, label, facts FROM nodes WHERE deleted=0 AND area IN (?, ?)",
+            SOURCE_AREAS):
+        if nid in loaded or (kind == "TaskEpisode" and label.startswith(container)):
+            continue
+        out[nid] = _theme(label, [f[2] for f in json.loads(facts)
+                                  if f[4] and f[1] not in BOOKKEEPING])
+    return dict(sorted(out.items()))
 
 
 def _lesson_nodes(graph) -> dict[str, int]:
@@ -121,7 +139,7 @@ def plan(graph, at: int = 0, min_sources_: int | None = None):
     occurrences, sources, node, change}`` (``change``: new, updated or unchanged). Ids are
     allocated from the graph's counters: apply the ops in order in one request."""
     need = min_sources_ if min_sources_ is not None else min_sources()
-    tokens = {nid: theme_tokens(graph.nodes[nid]) for nid in _source_ids(graph)}
+    tokens = _source_tokens(graph)
     holders: dict[str, list[int]] = {}  # token -> the sources holding it, by id
     for nid, toks in tokens.items():
         for t in toks:
