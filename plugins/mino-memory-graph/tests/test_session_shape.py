@@ -256,3 +256,31 @@ def test_episodes_off_feeds_the_session_node_once_per_source(make_harness, scrip
     (sess,) = [n.id for n in g.nodes.values() if n.kind == "TaskEpisode"]
     feeders = [e.src for e in g.feeders_of(sess)]
     assert feeders and len(feeders) == len(set(feeders))
+
+
+def test_a_session_resumed_on_a_later_day_dates_its_new_turns(make_harness, scripted_server,
+                                                               mino_home):
+    """A turn of a session that began on an earlier day records its own date, so what it
+    writes is dated that day, not the session's first."""
+    from datetime import datetime, timezone
+
+    from mino_memory_graph.listing import Reader
+
+    h = _agent(make_harness)
+    _say(h, scripted_server, "The nightly job writes to the archive bucket.")
+    s = journal(mino_home)
+    node = next(n for n in s.graph.nodes.values() if n.label.startswith("session "))
+    with s.write() as req:  # the session began long ago (as if resumed months later)
+        req.fact(node.id, "started", "2026-01-05 09:30 UTC")
+    s.close()
+    loop.forget_open()
+    h.resume(h.session.id)
+    _say(h, scripted_server, "The archive bucket moved to the cold tier.")
+    s = journal(mino_home)
+    first, second = _turns(s.graph)
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    assert first.fact("date") is None  # the session's own day then: nothing to add
+    assert second.fact("date").value.startswith(today)
+    reader = Reader(s)
+    assert reader.date_of(second.created_at).startswith(today)
+    s.close()

@@ -69,6 +69,9 @@ def begin(turn) -> str | None:
             req.add_fact(ep, "session", str(session.id))
             req.add_fact(ep, "turn", str(turn.number))
             req.add_fact(ep, "message", message)
+            day = _date_if_later(req.graph, sess)
+            if day:
+                req.add_fact(ep, "date", day)
             req.link(ep, project, "PartOf")
             req.link(ep, sess, "PartOf")
         mark = req.graph.next_fact  # facts from here on are this turn's (``_record_saved``)
@@ -92,6 +95,20 @@ def begin(turn) -> str | None:
                           "session_node": mem.standing.sessions.get(str(session.id)),
                           "fact_mark": mark}
     return render(g, user, project, hits) or None
+
+
+def _date_if_later(graph, session_node: int) -> str | None:
+    """Now (UTC, as the session node's ``started``) when the session began on an earlier
+    day (resumed days later): that turn's episode records its own date, which is what
+    dates the facts written in it for a person (``listing.Reader.date_of``)."""
+    from datetime import datetime, timezone
+
+    n = graph.nodes.get(session_node)
+    started = n.fact("started") if n is not None else None
+    if started is None:
+        return None
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return now if str(started.value)[:10] != now[:10] else None
 
 
 def records_episodes(config) -> bool:
