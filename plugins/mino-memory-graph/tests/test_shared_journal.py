@@ -283,6 +283,32 @@ def test_a_table_made_again_starts_the_mirror_over(pg, tmp_path):
     s.close()
 
 
+def test_a_truncated_table_starts_the_mirror_over(pg, tmp_path):
+    """An owner's hand-run TRUNCATE keeps the table's oid: the copies still notice (the
+    table's file changed) instead of keeping what it removed, with or without its
+    sequence restarted."""
+    import psycopg
+
+    for restart in ("", " RESTART IDENTITY"):
+        db = pg.new_database()
+        home = tmp_path / ("h" + restart.strip().replace(" ", "-"))
+        s = Store.open(home=home, config=cfg(db["mino_url"]))
+        with s.write() as r:
+            for i in range(3):
+                r.create_node("Aspect", f"before the truncate {i}")
+        s.close()
+        with psycopg.connect(db["owner_url"], autocommit=True) as c:
+            c.execute(f"TRUNCATE mino_journal{restart}")
+        other = Store.open(home=tmp_path / f"other{len(restart)}", config=cfg(db["mino_url"]))
+        with other.write() as r:
+            r.create_node("Aspect", "after the truncate")
+        other.close()
+        s = Store.open(home=home, config=cfg(db["mino_url"]))
+        assert s.journal.path.read_bytes() == ("\n".join(server_lines(pg, db)) + "\n").encode()
+        assert [h["label"] for h in s.search_json("truncate")["results"]] == ["after the truncate"]
+        s.close()
+
+
 # --- the server unreachable ---------------------------------------------------------
 
 def test_unreachable_server_recall_goes_on_writes_fail_cleanly(pg, tmp_path):

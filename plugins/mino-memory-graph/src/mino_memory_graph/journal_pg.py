@@ -21,8 +21,8 @@ the mirror exactly as it reads a file journal; only locking and appending differ
   idle socket is the only check, no query), or a reconnect. Then the mirror's shared
   flock, as for a file journal.
 - ``journal.seq`` beside the mirror records the last ``seq`` mirrored, the mirror's size
-  then, and the table's oid (a table dropped and made again is another journal: the
-  mirror starts over). A crash between the mirror's append and that record is found by
+  then, and the table's ``IDENTITY`` (a table dropped and made again, or emptied by a
+  TRUNCATE, is another journal: the mirror starts over). A crash between the mirror's append and that record is found by
   the size: the extra bytes are kept when they are the next rows' lines, else cut.
 - A purge or repair (``rewrite``): the table's owner only; the table is made again
   (``shared_rewrite.py``) and every mirror starts over.
@@ -52,6 +52,11 @@ from .store import MemoryError_
 log = logging.getLogger("mino.memory.graph")
 
 TABLE = "mino_journal"
+# Which table a copy holds: its oid and its file. A table made again has a new oid, and a
+# TRUNCATE gives the table a new file: either way the copy starts over. (VACUUM FULL and
+# CLUSTER give a new file too: the copy is then read again for nothing but the time.)
+IDENTITY = (f"to_regclass('{TABLE}')::oid::text || '/' || "
+            f"pg_relation_filenode(to_regclass('{TABLE}'))::text")
 CHANNEL = "mino_journal"
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"mino graph journal").digest()[:8], "big",
                           signed=True)
@@ -107,7 +112,7 @@ class SharedJournal(Journal):
         self.state_path = sibling(self.path, ".seq")
         _check_private(self.path.parents[3] / "config.yaml", url)
         self.conn: psycopg.Connection | None = None
-        self.table_oid: int | None = None
+        self.table_oid: str | None = None  # IDENTITY
         self.stale = True          # a catch-up query is due before the next read
         self.offline = ""          # why the last connection attempt failed
         self.notice_shown = False
@@ -150,7 +155,7 @@ class SharedJournal(Journal):
             # for another this long at most.
             cur = conn.execute(f"LISTEN {CHANNEL}; SET idle_in_transaction_session_timeout "
                                f"= '{IDLE_IN_WRITE}s'; SET lock_timeout = '{LOCK_WAIT}s'; "
-                               f"SELECT to_regclass('{TABLE}')::oid")
+                               f"SELECT {IDENTITY}")
             while cur.nextset():
                 pass
             self._ensure_table(conn, cur.fetchone()[0])
@@ -169,9 +174,9 @@ class SharedJournal(Journal):
         _TOLD.discard(self.url)
         return conn
 
-    def _ensure_table(self, conn, oid) -> None:
-        """The table's oid; the table is made when missing and this role may make it."""
-        if oid is None:
+    def _ensure_table(self, conn, ident) -> None:
+        """The table's IDENTITY; the table is made when missing and this role may make it."""
+        if ident is None:
             try:
                 conn.execute(DDL)
             except psycopg.errors.InsufficientPrivilege:
@@ -179,8 +184,8 @@ class SharedJournal(Journal):
                     f"the shared memory journal ({self.shown}) has no table {TABLE} and "
                     f"this role may not create it; the database owner runs: "
                     f"{' '.join(DDL.split())}; then {' '.join(GRANTS.split())}") from None
-            oid = conn.execute("SELECT to_regclass(%s)::oid", (TABLE,)).fetchone()[0]
-        self.table_oid = int(oid)
+            ident = conn.execute(f"SELECT {IDENTITY}").fetchone()[0]
+        self.table_oid = str(ident)
 
     def _on_connection(self, step):
         """``step(conn)`` on the open connection. One that died while idle (a restarted
@@ -298,9 +303,9 @@ class SharedJournal(Journal):
         first = True
         while True:
             # BATCH rows a query (a big catch-up never holds them all); the first query
-            # is usually the only one. The table's oid rides in it (seq -1 sorts first): a
-            # table dropped and made again (an owner's purge) is another journal.
-            query = (f"SELECT -1, to_regclass('{TABLE}')::oid::text UNION ALL "
+            # is usually the only one. The table's IDENTITY rides in it (seq -1 sorts
+            # first): a table made again (an owner's purge) or emptied is another journal.
+            query = (f"SELECT -1, {IDENTITY} UNION ALL "
                      f"(SELECT seq, line FROM {TABLE} WHERE seq > %s ORDER BY seq "
                      f"LIMIT %s) ORDER BY 1")
             if begin:
@@ -316,9 +321,9 @@ class SharedJournal(Journal):
             if first and oid is not None:
                 # the copy's record, not this connection's memory, says which table it
                 # holds: another process here may have rewritten both (an owner's purge)
-                self.table_oid = int(oid)
+                self.table_oid = oid
                 if st.get("table") not in (None, self.table_oid):
-                    self._restart_mirror("the table was made again")
+                    self._restart_mirror("the table was made again or emptied")
                     return self.sync(conn)
             first = False
             if not rows:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from .journal_pg import DDL, TABLE, SharedJournalError
+from .journal_pg import DDL, IDENTITY, TABLE, SharedJournalError
 
 # the grants on the table and on its sequence, other than the owner's own
 _ACL = f"""SELECT c.relkind, a.privilege_type,
@@ -42,9 +42,9 @@ def refusal(shown: str) -> SharedJournalError:
         f"MINO_GRAPH_URL naming the owner's role; every machine's copy then starts over")
 
 
-def rewrite_table(conn, lines: list[str], who: tuple[str, str, str]) -> tuple[int, int]:
+def rewrite_table(conn, lines: list[str], who: tuple[str, str, str]) -> tuple[str, int]:
     """Make the table again holding ``lines`` (caller: in the write's transaction, as the
-    owner). Returns the new table's oid and last ``seq``; the caller commits."""
+    owner). Returns the new table's ``IDENTITY`` and last ``seq``; the caller commits."""
     seqs = [r[0] for r in conn.execute(f"SELECT seq FROM {TABLE} ORDER BY seq")]
     same = len(seqs) == len(lines)
     grants = conn.execute(_ACL).fetchall()
@@ -66,6 +66,6 @@ def rewrite_table(conn, lines: list[str], who: tuple[str, str, str]) -> tuple[in
         conn.execute(sql.SQL("GRANT {} ON {} TO {}").format(
             sql.SQL(privilege), target,
             sql.SQL("PUBLIC") if grantee is None else sql.Identifier(grantee)))
-    oid, last = conn.execute(f"SELECT to_regclass('{TABLE}')::oid, "
-                             f"coalesce(max(seq), 0) FROM {TABLE}").fetchone()
-    return int(oid), int(last)
+    ident, last = conn.execute(f"SELECT {IDENTITY}, coalesce(max(seq), 0) "
+                               f"FROM {TABLE}").fetchone()
+    return str(ident), int(last)
