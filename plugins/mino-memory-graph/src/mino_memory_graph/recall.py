@@ -51,7 +51,7 @@ from .model import Graph, f32
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 
 from .results import (AREA_CODE, KIND_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
-                      Hit, area_names)
+                      Hit, area_names, offer, ranked)
 
 _F32_01 = f32(0.1)
 
@@ -393,18 +393,11 @@ class RecallEngine:
                 if not self._passes(node, kind, areas, exclude):
                     continue
                 w = e.weight if e.weight > _F32_01 else _F32_01
-                boosted = f32(sc * 0.5 * w)
-                cur = final.get(nb)
-                if cur is None:
-                    final[nb] = [boosted, True]
-                    changed = True
-                elif boosted > cur[0]:
-                    cur[0] = boosted
+                if offer(final, nb, f32(sc * 0.5 * w)):
                     changed = True
             if changed and len(final) >= k:
                 kth = heapq.nlargest(k, (v[0] for v in final.values()))[-1]
-        ranked = sorted(final.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
-        return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in ranked]
+        return ranked(final, k)
 
 
 def recall_block(graph: Graph | None, query: str, found: Found, *, state_of=None,

@@ -33,5 +33,24 @@ class Found:
     scorer: str = ""
 
 
+def offer(final: dict, nid: int, score: float) -> bool:
+    """Expansion's rule for a neighbour reached through the graph: ``final[nid]`` keeps
+    the best ``[score, via_graph]`` offered; whether it changed."""
+    cur = final.get(nid)
+    if cur is None:
+        final[nid] = [score, True]
+        return True
+    if score > cur[0]:
+        cur[0] = score
+        return True
+    return False
+
+
+def ranked(final: dict, k: int) -> list[Hit]:
+    """The ``k`` best of ``final`` (``{node: [score, via_graph]}``), ties by node id."""
+    best = sorted(final.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+    return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in best]
+
+
 def area_names(areas: list[str]) -> str:
     return ", ".join(areas) if areas else "all"

@@ -36,7 +36,7 @@ import struct
 from . import words as _words
 from .index import Index
 from .model import f32
-from .results import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit
+from .results import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit, offer, ranked
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 from .words import HybridParams
 
@@ -309,18 +309,11 @@ class IndexSearch:
                     continue  # so does one outside the candidates (a slot collision)
                 if not self._passes(nb, kind, areas, scope, now):
                     continue
-                boosted = f32(sc * 0.5 * (w if w > _F32_01 else _F32_01))
-                cur = final.get(nb)
-                if cur is None:
-                    final[nb] = [boosted, True]
-                    changed = True
-                elif boosted > cur[0]:
-                    cur[0] = boosted
+                if offer(final, nb, f32(sc * 0.5 * (w if w > _F32_01 else _F32_01))):
                     changed = True
             if changed and len(final) >= k:
                 kth = heapq.nlargest(k, (v[0] for v in final.values()))[-1]
-        ranked = sorted(final.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
-        return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in ranked]
+        return ranked(final, k)
 
     def _own_cosine(self, nid: int) -> float:
         r = self.index.db.execute("SELECT vec FROM nodes WHERE id=? AND deleted=0",
