@@ -201,6 +201,32 @@ def test_missing_table_and_no_right_to_make_it_says_what_the_owner_runs(pg, tmp_
 
 # --- reads: one query when others wrote, none otherwise -------------------------------
 
+def test_two_machines_making_the_table_at_once_both_go_on(pg, tmp_path):
+    """The first use on two machines at the same moment: one makes the table, the other's
+    CREATE TABLE IF NOT EXISTS waits for that transaction and then finds the table made:
+    it goes on with it, no error (PostgreSQL 15 here)."""
+    import threading
+
+    import psycopg
+
+    from mino_memory_graph.journal_pg import DDL
+
+    db = pg.new_database(make_table=False)
+    other = psycopg.connect(db["owner_url"])  # the first machine, mid-way through its make
+    other.execute(DDL)
+    done = threading.Timer(1.0, other.commit)
+    done.start()
+    try:
+        s = Store.open(home=tmp_path / "h", config=cfg(db["owner_url"]))
+        with s.write() as r:
+            r.create_node("Aspect", "made at the same moment")
+        s.close()
+    finally:
+        done.join()
+        other.close()
+    assert len(server_lines(pg, db)) == 1
+
+
 def test_reads_query_only_after_a_notify_and_see_the_other_machine(pg, tmp_path):
     db = pg.new_database()
     a = Store.open(home=tmp_path / "a", config=cfg(db["mino_url"]))
