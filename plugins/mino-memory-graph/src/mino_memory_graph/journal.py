@@ -297,30 +297,7 @@ class Journal:
         Returns the new size. Other processes see ``replaced()`` under the lock and
         reopen before they read or append. A journal reached through a symlink is
         replaced where it really lives: the link stays, and the old text goes."""
-        real = Path(os.path.realpath(self.path))
-        tmp = real.with_name(f"{real.name}.rewrite-{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
-                     0o600)
-        try:
-            try:
-                for chunk in chunks:
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if keep_old is not None:
-                os.link(real, keep_old)
-                os.chmod(keep_old, 0o600)
-            os.replace(tmp, real)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        _fsync_dir(real.parent)
+        replace_file(Path(os.path.realpath(self.path)), chunks, keep_old)
         self.reopen()
         return self.size()
 
@@ -345,6 +322,35 @@ class Journal:
         if fsync:
             os.fsync(self.fd)
         return self.size()
+
+
+def replace_file(path: Path, chunks, keep_old: Path | None = None) -> None:
+    """Replace ``path`` with the bytes ``chunks`` yields: a new private file beside it,
+    fsynced, renamed over it, its folder fsynced, so a crash leaves the old file or the
+    new one. ``keep_old``: the old file stays under that name too (a hard link, 0600)."""
+    tmp = path.with_name(f"{path.name}.rewrite-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0),
+                 0o600)
+    try:
+        try:
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if keep_old is not None:
+            os.link(path, keep_old)
+            os.chmod(keep_old, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:

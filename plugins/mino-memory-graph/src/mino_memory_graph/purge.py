@@ -18,12 +18,11 @@ derived files are rebuilt (the index) or removed (the cache); the node is then f
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 from . import ops as _ops
-from .journal import parse_one
+from .journal import parse_one, replace_file
 
 TOMBSTONE = "[purged]"
 MIN_QUOTE = 8
@@ -215,22 +214,8 @@ def kept_journals(path: Path) -> list[Path]:
 
 
 def _rewrite_file(path: Path, transform) -> None:
-    """Replace a side file with ``transform`` applied to each line (tmp + rename, 0600)."""
-    tmp = path.with_name(path.name + f".purge-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for line in _lines(path):
-                out.write(transform(line))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Replace a side file with ``transform`` applied to each line (0600, atomically)."""
+    replace_file(path, (transform(line) for line in _lines(path)))
 
 
 def _scrub_record(p: Purge):
