@@ -2,7 +2,6 @@
 (facts, source, date; routing behind --explain), history with dates, forget of a fact,
 stats, bad input, escaping, a bad line reported once, the first-use notice."""
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,22 +12,9 @@ from mino_core.testing.harness import isolated_env
 from mino_memory_graph.first_use import EPISODES_NOTICE
 from mino_memory_graph.store import Store
 
-from graphtest import GRAPH, journal
+from graphtest import GRAPH, journal, mino, ok
 
 CONFIG = {"memory": {"backend": "graph", "graph": {"reflect": "off"}}}
-
-
-def mino(home, *args, cwd=None):
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "mino"), *args],
-                          capture_output=True, text=True, timeout=120, cwd=cwd or home,
-                          env=isolated_env(home), stdin=subprocess.DEVNULL)
-
-
-def ok(home, *args):
-    r = mino(home, *args)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "Traceback" not in r.stderr
-    return r
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 index, quarantine records, a journal kept by a repair), ids and every other memory stay,
 and a process that held the old journal open sees the purge and keeps writing safely."""
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,24 +13,11 @@ from mino_core.testing.harness import isolated_env
 from mino_memory_graph.purge import TOMBSTONE
 from mino_memory_graph.store import Store
 
-from graphtest import journal
+from graphtest import journal, mino, ok
 
 SECRET = "purple marzipan gondola"
 CONFIG = {"memory": {"backend": "graph", "graph": {"reflect": "off"}}}
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-
-
-def mino(home, *args):
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "mino"), *args],
-                          capture_output=True, text=True, timeout=120, cwd=home,
-                          env=isolated_env(home), stdin=subprocess.DEVNULL)
-
-
-def ok(home, *args):
-    r = mino(home, *args)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "Traceback" not in r.stderr
-    return r
 
 
 def files_holding(folder: Path, text: str) -> list[str]:

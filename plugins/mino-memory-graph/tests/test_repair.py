@@ -4,19 +4,10 @@ process holding the old journal writing to the new one."""
 import json
 import os
 import stat
-import subprocess
-import sys
 
-from mino_core.testing.harness import isolated_env
 from mino_memory_graph.store import Store
 
-from graphtest import journal
-
-
-def mino(home, *args):
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "mino"), *args],
-                          capture_output=True, text=True, timeout=120, cwd=home,
-                          env=isolated_env(home), stdin=subprocess.DEVNULL)
+from graphtest import journal, mino
 
 
 def make_home(tmp_path):

@@ -16,6 +16,8 @@ from mino_memory_graph.cache import same_graph
 from mino_memory_graph.journal import Report, fold_range, parse_one
 from mino_memory_graph.model import Graph
 from mino_memory_graph.store import Store
+
+from graphtest import mino
 from pg_server import PgServer, Unavailable
 
 WRITER = str(Path(__file__).with_name("shared_writer_proc.py"))
@@ -56,14 +58,6 @@ def replay(path: Path) -> Graph:
 def spawn(url, home, tag, count, ack, pause=0.0):
     return subprocess.Popen([sys.executable, WRITER, url, str(home), tag, str(count),
                              str(ack), str(pause)], stdout=subprocess.PIPE, text=True)
-
-
-def mino(home, *args, env=None):
-    e = isolated_env(home)
-    e.update(env or {})
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "mino"), *args],
-                          capture_output=True, text=True, timeout=120, cwd=home, env=e,
-                          stdin=subprocess.DEVNULL)
 
 
 # --- two machines, four processes each ----------------------------------------------
