@@ -16,6 +16,8 @@ _EXPORTS = {
     "ToolOutcome": "turn_data", "TurnInfo": "turn_data", "TurnRecord": "turn_data", "visible": "confirm",
     "load_yaml": "yaml_safe",
     "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
+    "MemoryBackend": "backends", "ModelAPI": "model_api", "StreamReader": "model_api",
+    "plugin_logger": "notices", "notice": "notices",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -40,3 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write
     from .session import Session
+    from .backends import MemoryBackend
+    from .model_api import ModelAPI, StreamReader
+    from .notices import notice, plugin_logger

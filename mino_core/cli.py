@@ -86,7 +86,7 @@ class _MemoryGroup(click.Group):
         self._loaded_for = key
         self.commands.clear()
         host, _ = _host()
-        host.notify("register_commands", group=self, context=host.context)
+        host.notify("register_memory_commands", group=self, context=host.context)
         for message in host.drain_errors():
             echo(message, err=True)
 

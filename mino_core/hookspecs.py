@@ -18,6 +18,8 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
+    from .backends import MemoryBackend
+    from .model_api import ModelAPI
     from .permissions import Decision
     from .plugins import PluginContext
     from .session import Session
@@ -160,6 +162,24 @@ def after_turn(turn: "TurnRecord") -> None:
 
 
 @hookspec
+def session_start(session: "Session") -> None:
+    """Observe the start of a session, before its first turn.
+
+    Called once per session, when it is new, continued (``-c``) or resumed (``--resume``),
+    in the REPL and in ``mino -p`` alike, after the session log is open and before the
+    first message is read or sent. The return value is ignored; an exception is logged and
+    shown as one line. A plugin that runs a helper process per session (an MCP client, an
+    embedder) starts it here and stops it in ``session_end``.
+
+    Example::
+
+        @hookimpl
+        def session_start(session):
+            SERVERS[session.id] = start_server(session.project_root)
+    """
+
+
+@hookspec
 def session_end(session: "Session") -> None:
     """Observe the end of a session: the REPL is leaving, or ``mino -p`` has answered.
 
@@ -177,23 +197,66 @@ def session_end(session: "Session") -> None:
 
 
 @hookspec
-def memory_backend() -> "str | None":
-    """Say that this plugin is a memory backend, and its name (``files``, ``graph``).
+def host_shutdown(context: "PluginContext") -> None:
+    """Observe the end of the mino process that built this plugin host.
 
-    Called when the host is built. At most one backend is active: ``memory.backend`` in
-    config.yaml or ``MINO_MEMORY_BACKEND`` chooses, else ``graph`` wins when installed.
-    An inactive backend stays loaded, but none of its other hooks are called.
+    Called once per host, when the process is about to end, from any front end (the REPL,
+    ``mino -p``, a plugin command) and however it ends: normally, on an error, or on
+    Ctrl-C; after every ``session_end``. The return value is ignored; an exception is
+    logged. Stop what outlives a session here (a server shared by sessions, a pool); keep
+    it short, the person is waiting for the prompt back.
+
+    Example::
+
+        @hookimpl
+        def host_shutdown(context):
+            EMBEDDER.terminate()
+    """
+
+
+@hookspec
+def memory_backend() -> "MemoryBackend | str | None":
+    """Say that this plugin is a memory backend: its name, priority and folders.
+
+    Called when the host is built, for every loaded plugin. Return a
+    :class:`mino_core.MemoryBackend` (``name``, ``priority``, ``folders`` under the home
+    folder), or just the name (priority 0, no folders), or None. At most one backend is
+    active: ``memory.backend`` in config.yaml or ``MINO_MEMORY_BACKEND`` chooses by name
+    (a name no installed backend declares is a start-up message listing the installed
+    ones), else the highest priority wins. An inactive backend stays loaded, but none of
+    its other hooks are called. The core names no backend and makes none of their folders.
 
     Example::
 
         @hookimpl
         def memory_backend():
-            return "files"
+            return MemoryBackend("sqlite", priority=5, folders=("sqlite-memory",))
     """
 
 
 @hookspec
-def register_commands(group: "click.Group", context: "PluginContext") -> None:
+def register_commands(cli: "click.Group", context: "PluginContext") -> None:
+    """Add top-level commands (``mino NAME ...``) for people.
+
+    Called when ``mino`` is asked for a command it does not have itself (and for
+    ``mino --help``), for every active plugin: an inactive memory backend adds none. Add
+    click commands or groups to ``cli``; a name the core already uses is refused with one
+    line naming the plugin. What the commands print passes through ``mino_core.visible``.
+    Memory commands belong under ``mino memory``: see ``register_memory_commands``.
+
+    Example::
+
+        @hookimpl
+        def register_commands(cli, context):
+            @cli.command()
+            @click.argument("name")
+            def hello(name):
+                click.echo(f"hello {name}")
+    """
+
+
+@hookspec
+def register_memory_commands(group: "click.Group", context: "PluginContext") -> None:
     """Add subcommands under ``mino memory`` (the ``group``) for people.
 
     Called only when ``mino memory ...`` runs, and only for active plugins, so the active
@@ -202,10 +265,31 @@ def register_commands(group: "click.Group", context: "PluginContext") -> None:
     Example::
 
         @hookimpl
-        def register_commands(group, context):
+        def register_memory_commands(group, context):
             @group.command("list")
             def list_():
                 click.echo("...")
+    """
+
+
+@hookspec
+def register_model_apis(context: "PluginContext") -> "list[ModelAPI] | None":
+    """Contribute model API adapters: protocols the model client can speak.
+
+    Called once per host, when the first model request is about to be sent (or when
+    ``api`` is checked at start). Return a list of :class:`mino_core.ModelAPI`: a name
+    (what config ``api: NAME`` or ``MINO_API`` selects), the path to post to, a function
+    building the body from mino's Responses-shaped request, and a factory for the reader
+    that turns the stream's events into a response. The core's ``responses`` and
+    ``chat`` come from the built-in plugin ``mino.apis`` this same way; ``api: auto`` (the
+    default) is Responses falling back to chat. A name two plugins register is refused
+    with one line naming both; neither is used.
+
+    Example::
+
+        @hookimpl
+        def register_model_apis(context):
+            return [ModelAPI("my-api", "/v1/generate", body=to_my_body, reader=MyReader)]
     """
 
 

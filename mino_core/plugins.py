@@ -102,6 +102,7 @@ class Host:
         self._tools: dict[str, Tool] | None = None
         self._tools_lock = threading.Lock()
         self.backend: str | None = None
+        self.backends: dict[str, Any] = {}  # name -> MemoryBackend, every installed one
         self.backend_reason = "no memory backend is installed"
         self._inactive: set[str] = set()
 
@@ -190,29 +191,10 @@ class Host:
         return self._tools
 
     def _choose_backend(self) -> None:
-        offered: dict[str, str] = {}
-        for name, value in self._call_all("memory_backend", {}, include_inactive=True):
-            if isinstance(value, str) and value:
-                self.plugins[name].backend = value
-                offered.setdefault(value, name)
-        wanted, source = os.environ.get("MINO_MEMORY_BACKEND", "").strip(), "MINO_MEMORY_BACKEND"
-        if not wanted:
-            memory = self.context.config.get("memory")
-            wanted = str((memory or {}).get("backend") or "").strip() if isinstance(memory, dict) else ""
-            source = "memory.backend in config.yaml"
-        if wanted:
-            if wanted in offered:
-                self.backend, self.backend_reason = wanted, f"chosen by {source}"
-            else:
-                have = ", ".join(sorted(offered)) or "none"
-                self._fail(f"{source} asks for memory backend {wanted!r}, which is not installed "
-                           f"(installed: {have}). Running without memory.")
-                self.backend, self.backend_reason = None, f"{wanted!r} from {source} is not installed"
-        elif "graph" in offered:
-            self.backend, self.backend_reason = "graph", "the graph backend is installed and nothing chose another"
-        elif offered:
-            self.backend = sorted(offered)[0]
-            self.backend_reason = "the only memory backend installed"
+        from .backends import choose, declared
+
+        self.backends = declared(self, self._call_all("memory_backend", {}, include_inactive=True))
+        self.backend, self.backend_reason = choose(self, self.backends)
         for name, info in self.plugins.items():
             if info.backend and info.backend != self.backend and info.status == "loaded":
                 info.status = "inactive"

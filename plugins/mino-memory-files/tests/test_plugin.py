@@ -23,7 +23,7 @@ def test_registers_on_a_fresh_manager(tmp_path):
     assert host.backend == "files" and host.errors == []
     assert sorted(host.tools) == ["memory_save", "memory_view"]
     assert set(host.plugins["mino-memory-files"].hooks) == {
-        "memory_backend", "register_tools", "front_input", "register_commands"}
+        "memory_backend", "register_tools", "front_input", "register_memory_commands"}
 
 
 def test_loaded_by_the_host_as_the_files_backend(make_harness):
@@ -65,7 +65,7 @@ def test_installed_smoke(tmp_path, put):
 
 def _group(home: Path) -> click.Group:
     group = click.Group("memory")
-    plugin.register_commands(group=group, context=PluginContext(home=home, project_root=home,
+    plugin.register_memory_commands(group=group, context=PluginContext(home=home, project_root=home,
                                                                 config=FILES))
     return group
 

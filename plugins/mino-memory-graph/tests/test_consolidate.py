@@ -113,7 +113,7 @@ def test_mino_memory_consolidate(tmp_path):
     @click.group()
     def memory():
         pass
-    plugin.register_commands(memory, ctx)
+    plugin.register_memory_commands(memory, ctx)
     run = CliRunner().invoke
     out = run(memory, ["consolidate", "--json"])
     assert out.exit_code == 0, out.output

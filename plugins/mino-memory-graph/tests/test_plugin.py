@@ -18,7 +18,7 @@ def _group(tmp_path, monkeypatch):
     @click.group()
     def memory():
         pass
-    plugin.register_commands(memory, ctx)
+    plugin.register_memory_commands(memory, ctx)
     return memory
 
 

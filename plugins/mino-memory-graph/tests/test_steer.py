@@ -190,7 +190,7 @@ def _cli(home, monkeypatch):
     @click.group()
     def memory():
         pass
-    plugin.register_commands(memory, ctx)
+    plugin.register_memory_commands(memory, ctx)
     return memory
 
 

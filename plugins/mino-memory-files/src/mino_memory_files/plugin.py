@@ -1,7 +1,7 @@
 """The hook implementations that make this package mino's ``files`` memory backend."""
 from __future__ import annotations
 
-from mino_core import hookimpl
+from mino_core import MemoryBackend, hookimpl
 
 # store (and yaml) load at the first turn, not when mino imports its plugins at start-up.
 
@@ -10,7 +10,8 @@ NAME = "mino-memory-files"
 
 @hookimpl
 def memory_backend():
-    return "files"
+    # below graph's priority: with both installed and no memory.backend, graph is chosen
+    return MemoryBackend("files", priority=10, folders=("memory",))
 
 
 @hookimpl
@@ -46,7 +47,7 @@ def _report(session, directory, problems) -> None:
 
 
 @hookimpl
-def register_commands(group, context):
+def register_memory_commands(group, context):
     from .commands import add_commands
 
     add_commands(group, context)

@@ -8,12 +8,13 @@ command first needs them.
 """
 from __future__ import annotations
 
-from mino_core import hookimpl
+from mino_core import MemoryBackend, hookimpl
 
 
 @hookimpl
 def memory_backend():
-    return "graph"
+    # the highest priority of mino's own backends: chosen when memory.backend is not set
+    return MemoryBackend("graph", priority=100, folders=("graph",))
 
 
 @hookimpl
@@ -65,7 +66,7 @@ def session_end(session):
 
 
 @hookimpl
-def register_commands(group, context):
+def register_memory_commands(group, context):
     from .commands import register_commands as register
 
     register(group, context)
