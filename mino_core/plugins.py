@@ -3,17 +3,19 @@
 pluggy's own entry-point loader lets one import error escape and stop everything, and an
 exception in one hook implementation stops the rest of that call. So the host iterates
 entry points itself (filtering by MINO_PLUGINS / MINO_DISABLE_PLUGINS before importing),
-records each plugin's status, and calls hooks through pluggy's own call loop with every
-plain implementation wrapped in its own error handling: ``tryfirst``/``trylast`` and
-wrappers (``wrapper=True``, old-style ``hookwrapper=True``) behave as pluggy documents,
-and one failing plugin never silences another. Within each of pluggy's order classes,
+records each plugin's status, and calls hooks itself, through pluggy's public API only
+(``hook.get_hookimpls()``, each ``HookImpl``'s ``function``/``argnames``/order marks,
+``pluggy.Result``), with every implementation in its own error handling: ``tryfirst``/
+``trylast`` and wrappers (``wrapper=True``, old-style ``hookwrapper=True``) behave as
+pluggy documents, and one failing plugin never silences another. (pluggy's own call
+loop is private and stops at the first exception; tests/test_pluggy_contract.py fails
+when pluggy changes what this relies on.) Within each of pluggy's order classes,
 implementations run in plugin-name order, so the order does not depend on what else is
 installed. ``MINO_STRICT_PLUGINS=1`` re-raises instead, for plugin authors and CI;
 ``MINO_TRACE_PLUGINS=1`` logs every hook call.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import threading
@@ -227,66 +229,78 @@ class Host:
 
     def _call_all(self, hook: str, kwargs: dict[str, Any], include_inactive: bool = False,
                   failed: list[str] | None = None) -> list[tuple[str, Any]]:
-        """Call ``hook`` through pluggy; return (plugin, result) for each non-None result.
+        """Call ``hook``; return (plugin, result) for each non-None result.
 
         Plain implementations are contained one by one (a failure is logged, recorded in
         ``errors`` and its plugin appended to ``failed``). A wrapper that fails is named the
-        same way: the call keeps what the implementations returned, or, when it failed
-        before they ran, is made again without that wrapper."""
+        same way and left out: one that fails before it yields is skipped, one that fails
+        after leaves the results as the wrappers inside it made them."""
         caller = getattr(self.pm.hook, hook)
         impls = [i for i in caller.get_hookimpls()
                  if include_inactive or i.plugin_name not in self._inactive]
-        firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
-        while impls:
-            produced: list[tuple[str, Any]] = []
-            methods = [i if _is_wrapper(i) else self._contained(hook, i, produced, failed)
-                       for i in _call_order(impls)]
-            wrappers = [i for i in impls if _is_wrapper(i)]
+        if not impls:
+            return []
+        spec = caller.spec
+        if spec is not None:
+            missing = [a for a in spec.argnames if a not in kwargs]
+            if missing:
+                raise pluggy.HookCallError(f"hook call must provide argument {missing[0]!r}")
+        firstresult = bool(spec and spec.opts.get("firstresult"))
+        ordered = _call_order(impls)
+        wrappers = [i for i in ordered if _is_wrapper(i)]
+        produced: list[tuple[str, Any]] = []
+        entered = []
+        for impl in wrappers:  # outermost first
             try:
-                result = self.pm._hookexec(hook, methods, kwargs, firstresult)
-            except Exception as exc:  # noqa: BLE001 - plain implementations are contained
-                if strict() or not wrappers or isinstance(exc, pluggy.HookCallError):
-                    raise
-                culprit = _culprit(exc, wrappers) or "+".join(sorted({i.plugin_name for i in wrappers}))
-                self._hook_failed(hook, culprit, exc, failed)
-                if self._ran(methods):
-                    return [(n, r) for n, r in produced if r is not None]
-                impls = [i for i in impls if not (_is_wrapper(i) and i.plugin_name in culprit.split("+"))]
+                gen = impl.function(*[kwargs[a] for a in impl.argnames])
+                next(gen)
+            except StopIteration:
+                self._wrapper_failed(hook, impl, RuntimeError("wrapper did not yield"), failed)
                 continue
-            if firstresult:
-                result = [] if result is None else [result]
-            names = "+".join(sorted({i.plugin_name for i in wrappers})) or hook
-            return [pair for pair in _attribute(result, produced, names) if pair[1] is not None]
-        return []
-
-    @staticmethod
-    def _ran(methods: list[Any]) -> bool:
-        """Whether any contained implementation among ``methods`` was called."""
-        return any(getattr(m.function, "called", False) for m in methods)
-
-    def _contained(self, hook: str, impl: Any, produced: list, failed: list[str] | None):
-        """A copy of ``impl`` whose function contains its own failure."""
-        function, name = impl.function, impl.plugin_name
-
-        def contained(*args: Any, **kwargs: Any) -> Any:
-            contained.called = True  # type: ignore[attr-defined]
-            started = time.perf_counter()
-            try:
-                result = function(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - contained per plugin
-                if strict():
-                    raise
-                self._hook_failed(hook, name, exc, failed)
-                return None
-            if _tracing():
-                log.info("hook_call", hook=hook, plugin=name,
-                         ms=round((time.perf_counter() - started) * 1000, 3))
-            produced.append((name, result))
-            return result
+                self._wrapper_failed(hook, impl, exc, failed)
+                continue
+            entered.append((impl, gen))
+        results: list[Any] = []
+        for impl in (i for i in ordered if not _is_wrapper(i)):
+            value = self._contained(hook, impl, kwargs, failed)
+            if value is not None:
+                produced.append((impl.plugin_name, value))
+                results.append(value)
+                if firstresult:
+                    break
+        result: Any = (results[0] if results else None) if firstresult else results
+        for impl, gen in reversed(entered):
+            before = result
+            try:
+                result = _resume(impl, gen, result)
+            except Exception as exc:  # noqa: BLE001 - contained per plugin
+                self._wrapper_failed(hook, impl, exc, failed)
+                result = before
+        if firstresult:
+            result = [] if result is None else [result]
+        names = "+".join(sorted({i.plugin_name for i, _ in entered})) or hook
+        return [pair for pair in _attribute(result, produced, names) if pair[1] is not None]
 
-        proxy = copy.copy(impl)
-        proxy.function = contained
-        return proxy
+    def _contained(self, hook: str, impl: Any, kwargs: dict[str, Any], failed: list[str] | None):
+        """Call one plain implementation; its failure is its own (None comes back)."""
+        started = time.perf_counter()
+        try:
+            result = impl.function(*[kwargs[a] for a in impl.argnames])
+        except Exception as exc:  # noqa: BLE001 - contained per plugin
+            if strict():
+                raise
+            self._hook_failed(hook, impl.plugin_name, exc, failed)
+            return None
+        if _tracing():
+            log.info("hook_call", hook=hook, plugin=impl.plugin_name,
+                     ms=round((time.perf_counter() - started) * 1000, 3))
+        return result
+
+    def _wrapper_failed(self, hook: str, impl: Any, exc: Exception, failed: list[str] | None) -> None:
+        if strict():
+            raise exc
+        self._hook_failed(hook, impl.plugin_name, exc, failed)
 
     def _hook_failed(self, hook: str, plugin: str, exc: Exception, failed: list[str] | None) -> None:
         log.warning("hook_failed", hook=hook, plugin=plugin, error=_short_error(exc), exc_info=exc)
@@ -326,33 +340,31 @@ def _is_wrapper(impl: Any) -> bool:
 
 
 def _call_order(impls: list[Any]) -> list[Any]:
-    """pluggy's order (it calls the list from the end): plain implementations before
-    wrappers, each as trylast, plain, tryfirst; plugin-name order inside each class."""
-    def rank(impl: Any) -> tuple[int, int]:
-        return (int(_is_wrapper(impl)), 0 if impl.trylast else 2 if impl.tryfirst else 1)
-    ordered = sorted(impls, key=lambda i: i.plugin_name, reverse=True)
-    return sorted(ordered, key=rank)  # stable: names stay reversed inside a class
+    """The order pluggy documents, in the order of calling: wrappers (outermost first)
+    before plain implementations, each as tryfirst, plain, trylast; plugin-name order
+    inside each class, so the order does not depend on what was registered when."""
+    def rank(impl: Any) -> tuple[int, int, str]:
+        return (0 if _is_wrapper(impl) else 1, 0 if impl.tryfirst else 2 if impl.trylast else 1,
+                impl.plugin_name)
+    return sorted(impls, key=rank)
 
 
-def _culprit(exc: BaseException, wrappers: list[Any]) -> str | None:
-    """The wrapper plugin whose code raised ``exc`` (innermost frame), if any."""
-    codes = {}
-    for impl in wrappers:
-        code = getattr(impl.function, "__code__", None)
-        if code is not None:
-            codes[code] = impl.plugin_name
-    # pluggy re-raises some wrapper faults as its own error ("did not yield"): look at the
-    # exceptions that led to this one too.
-    chain: BaseException | None = exc
-    while chain is not None:
-        found, tb = None, chain.__traceback__
-        while tb is not None:
-            found = codes.get(tb.tb_frame.f_code, found)
-            tb = tb.tb_next
-        if found is not None:
-            return found
-        chain = chain.__cause__ or chain.__context__
-    return None
+def _resume(impl: Any, gen: Any, result: Any) -> Any:
+    """Hand ``result`` back to a wrapper that yielded and return what it makes of it, as
+    pluggy documents both kinds: ``wrapper=True`` gets the result at its ``yield`` and
+    returns the new one; ``hookwrapper=True`` gets a ``pluggy.Result`` it may change."""
+    if impl.hookwrapper:
+        outcome = pluggy.Result(result, None)
+        try:
+            gen.send(outcome)
+        except StopIteration:
+            return outcome.get_result()
+        raise RuntimeError("hookwrapper yielded twice")
+    try:
+        gen.send(result)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("wrapper yielded twice")
 
 
 def _attribute(result: Any, produced: list[tuple[str, Any]], wrappers: str) -> list[tuple[str, Any]]:

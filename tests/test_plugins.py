@@ -20,12 +20,12 @@ def register_tools(context):
 '''
 
 BACKEND_SOURCE = '''
-from mino_core import hookimpl
+from mino_core import MemoryBackend, hookimpl
 CALLS = []
 
 @hookimpl
 def memory_backend():
-    return "{backend}"
+    return MemoryBackend("{backend}", priority={priority})
 
 @hookimpl
 def front_input(turn):
@@ -95,11 +95,11 @@ def test_allow_and_deny_lists_filter_before_import(make_plugins, monkeypatch):
     assert host.plugins["good"].status == "loaded"
 
 
-def test_graph_backend_wins_by_default_and_config_or_env_choose(make_plugins, monkeypatch):
-    eps = make_plugins(**{"mem-files": BACKEND_SOURCE.format(backend="files"),
-                          "mem-graph": BACKEND_SOURCE.format(backend="graph")})
+def test_the_highest_priority_backend_wins_by_default_and_config_or_env_choose(make_plugins, monkeypatch):
+    eps = make_plugins(**{"mem-files": BACKEND_SOURCE.format(backend="files", priority=10),
+                          "mem-graph": BACKEND_SOURCE.format(backend="graph", priority=100)})
     host = host_for(eps)
-    assert host.backend == "graph" and "installed" in host.backend_reason
+    assert host.backend == "graph" and "highest priority" in host.backend_reason
     assert host.plugins["mem-files"].status == "inactive"
     # The inactive backend's hooks are never called.
     assert [text for _, text in host.call("front_input", turn=None)] == ["from graph"]
@@ -112,6 +112,29 @@ def test_graph_backend_wins_by_default_and_config_or_env_choose(make_plugins, mo
     monkeypatch.setenv("MINO_MEMORY_BACKEND", "vector")
     host = host_for(eps)
     assert host.backend is None and "not installed" in host.errors[0]
+    assert "(installed: files, graph)" in host.errors[0]
+
+
+def test_priority_not_a_name_decides_and_a_bare_name_still_declares(make_plugins):
+    """The core prefers no backend by name: a third party's with a higher priority than
+    graph's wins; a plugin returning only a name is a backend of priority 0."""
+    eps = make_plugins(**{"mem-graph": BACKEND_SOURCE.format(backend="graph", priority=100),
+                          "mem-sqlite": BACKEND_SOURCE.format(backend="sqlite", priority=200),
+                          "mem-bare": "from mino_core import hookimpl\n@hookimpl\n"
+                                      "def memory_backend():\n    return 'bare'\n"})
+    host = host_for(eps)
+    assert host.backend == "sqlite" and host.plugins["mem-graph"].status == "inactive"
+    assert host.backends["bare"].priority == 0 and host.plugins["mem-bare"].backend == "bare"
+
+
+def test_a_malformed_backend_declaration_is_one_line_and_not_offered(make_plugins):
+    eps = make_plugins(**{"mem-odd": "from mino_core import MemoryBackend, hookimpl\n@hookimpl\n"
+                                     "def memory_backend():\n"
+                                     "    return MemoryBackend('odd', folders=('../escape',))\n"})
+    host = host_for(eps)
+    assert host.backend is None and host.backends == {}
+    [message] = host.errors
+    assert "mem-odd returned" in message and "not offered" in message and "\n" not in message
 
 
 def test_one_failing_hook_does_not_silence_the_others(make_plugins):
