@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from . import logs
+from .backends import check_folders
 from .config import ensure_home, load_config, model_settings
 from .model import ModelClient
 from .permissions import DEFAULT_MODE, normalise_mode
@@ -30,7 +31,9 @@ class Agent:
         self.ui = ui
         self.context = PluginContext(home=home, project_root=project_root, config=self.config)
         self.host = host or build_host(self.context, extra=extra_plugins)
+        check_folders(home, self.host.backends)
         self.client = client if client is not None else ModelClient(model_settings(self.config))
+        self.client.use_apis(self.host.model_apis)
         self.session: Session | None = None
 
     @property

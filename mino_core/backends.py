@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -92,3 +93,17 @@ def choose(host: Any, backends: dict[str, MemoryBackend]) -> tuple[str | None, s
 def folders(backends: dict[str, MemoryBackend]) -> list[str]:
     """Every folder the installed backends keep under the home folder."""
     return sorted({f for b in backends.values() for f in b.folders})
+
+
+def check_folders(home: Path, backends: dict[str, MemoryBackend]) -> None:
+    """A folder an installed backend declared that is a file is a ConfigError naming it
+    (the backend makes its folders itself, when it first saves)."""
+    from .config import ConfigError
+
+    where = "MINO_HOME" if os.environ.get("MINO_HOME") else "the home folder"
+    for backend in sorted(backends.values(), key=lambda b: b.name):
+        for folder in backend.folders:
+            path = home / folder
+            if path.exists() and not path.is_dir():
+                raise ConfigError(f"{path} (in {where}) is a file, not a folder: memory backend "
+                                  f"{backend.name} keeps its memory there. Move it away.")

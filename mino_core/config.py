@@ -36,18 +36,17 @@ def ensure_home(home: Path) -> None:
     """Create the home folder (0700) and its standard subfolders.
 
     Every problem is one ConfigError line naming the path and what to do: a home (or a
-    folder in it: sessions, logs, memory, graph) that is a file, a home mino may not read
-    or write, a disk with no space left.
+    folder in it: sessions, logs) that is a file, a home mino may not read or write, a
+    disk with no space left. The memory backends' folders are theirs (declared in
+    ``memory_backend``, checked by ``backends.check_folders``).
     """
     where = _where(home)
-    for sub in ("", "sessions", "logs", "memory", "graph"):
+    for sub in ("", "sessions", "logs"):
         path = home / sub if sub else home
         if path.exists() and not path.is_dir():
             what = f"{where} {path}" if not sub else f"{path} (in {where})"
             raise ConfigError(f"{what} is a file, not a folder. Move it away"
                               + (", or set MINO_HOME to a folder." if not sub else "."))
-        if sub in ("memory", "graph"):
-            continue  # made by their memory backend when it first saves
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
         except FileExistsError:

@@ -63,11 +63,26 @@ CORE: dict[str, Any] = {
             "properties": {"allow": _RULES, "deny": _RULES},
             "additionalProperties": False,
         },
-        # The core reads memory.backend; the backends declare their own sub-sections.
-        "memory": {"type": "object", "properties": {"backend": {"enum": ["files", "graph"]}},
+        # The core reads memory.backend (its enum: the installed backends, core_schema);
+        # the backends declare their own sub-sections.
+        "memory": {"type": "object", "properties": {"backend": {"type": "string"}},
                    "additionalProperties": False},
     },
 }
+CORE_APIS = ["auto", "responses", "chat"]
+
+
+def core_schema(backends: list[str], apis: list[str] | None = None) -> dict[str, Any]:
+    """The core's schema for this installation: ``memory.backend`` one of the installed
+    backends' names, ``api`` one of auto and the registered adapters (``apis``; None: the
+    core's own). The core names no plugin: both lists come from what plugins declared."""
+    import copy
+
+    schema = copy.deepcopy(CORE)
+    schema["properties"]["memory"]["properties"]["backend"] = {"enum": sorted(backends)}
+    extra = sorted(a for a in apis or () if a not in CORE_APIS)
+    schema["properties"]["api"] = {"enum": CORE_APIS + extra}
+    return schema
 
 
 @dataclass
@@ -137,7 +152,7 @@ def allowed(schema: dict[str, Any]) -> str:
     """What a schema allows, for people."""
     if "enum" in schema:
         values = [str(v).lower() if isinstance(v, bool) else str(v) for v in schema["enum"]]
-        return "one of " + ", ".join(values)
+        return "one of " + (", ".join(values) or "nothing (none is installed)")
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
     text = " or ".join(_KIND.get(k, k) for k in kinds) or "anything"
@@ -269,18 +284,21 @@ def _drop_nulls(value: Any) -> Any:
 
 
 def check(config: dict[str, Any], path: Path,
-          plugin_schemas: dict[str, tuple[str, dict[str, Any]]] | None = None) -> tuple[dict[str, Any], Report]:
+          plugin_schemas: dict[str, tuple[str, dict[str, Any]]] | None = None,
+          core: dict[str, Any] | None = None) -> tuple[dict[str, Any], Report]:
     """Check ``config`` (as read from ``path``) against the core's schema and the plugins'.
 
     ``plugin_schemas``: section key (dotted) -> (plugin name, schema). Returns the
     configuration to run with (nulls dropped, plugins' wrong values removed so their
     defaults apply) and the report; any error in it means mino must not start.
+    ``core``: the core's schema for this installation (``core_schema``; default: with
+    the core's model APIs and any backend name accepted).
     """
     cleaned = _drop_nulls(config)
     report = Report(path)
     sections = dict(plugin_schemas or {})
     found: list[tuple[str, Any, str, str]] = []
-    _check(CORE, cleaned, "", found, sections)
+    _check(core or CORE, cleaned, "", found, sections)
     for key, value, what, seen in found:
         if value is _UNKNOWN:
             report.problems.append(Problem(key, what, error=False))

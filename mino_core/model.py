@@ -1,5 +1,5 @@
-"""Talking to the model, streaming, with bounded retries, over the Responses API or chat
-completions.
+"""Talking to the model, streaming, with bounded retries, over one model API adapter
+(``model_api.py``: the core's Responses and chat completions, or a plugin's).
 
 ``openai`` is imported on first use (``prewarm`` does it in a background thread while the
 person types) and is the transport only: the event stream is read as raw server-sent
@@ -32,7 +32,6 @@ __all__ = ["ModelClient", "ModelError", "Response", "prewarm"]
 log = get_logger("model")
 
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
-APIS = ("auto", "responses", "chat")
 # Every client, so prewarm can set up their HTTP clients too.
 _CLIENTS: "weakref.WeakSet[ModelClient]" = weakref.WeakSet()
 # Base URLs found to lack /responses in this process (``api: auto``): chat from then on.
@@ -118,15 +117,19 @@ class ModelClient:
         self.send_include = True
         _CLIENTS.add(self)
         self.api = "auto"
+        self._apis_source = None
+        self._unknown_api = ""
         self.max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
         self.configure({})
 
+    def use_apis(self, source) -> None:
+        """``source()``: the adapters by name (the plugin host's ``model_apis``), asked when
+        a request is about to be sent. Without one, the core's two."""
+        self._apis_source = source
+
     def configure(self, config: dict[str, Any]) -> None:
         """Read ``api`` (``MINO_API`` wins) and ``max_output_tokens`` from the config."""
-        api = (os.environ.get("MINO_API") or str(config.get("api") or "auto")).strip().lower()
-        self.api = api if api in APIS else "auto"
-        if api not in APIS:
-            log.warning("unknown_api", api=api)
+        self.api = (os.environ.get("MINO_API") or str(config.get("api") or "auto")).strip().lower()
         value = _setting(config, self.settings.model, "max_output_tokens")
         try:
             self.max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS if value is None else int(value) or None
@@ -141,8 +144,36 @@ class ModelClient:
         return f"{self.settings.model} {self.settings.base_url.rstrip('/')}"
 
     @property
+    def adapter(self):
+        """The ``ModelAPI`` the next request speaks: ``api`` by name; ``auto`` (and a name no
+        plugin registers, as before there were plugin adapters: logged once) is Responses,
+        or chat completions once this server was found to have no ``/responses``."""
+        from .model_api import CHAT, RESPONSES
+
+        apis = self._apis_source() if self._apis_source is not None else {}
+        if self.api != "auto":
+            if self.api in apis:
+                return apis[self.api]
+            if self.api not in ("responses", "chat") and self._unknown_api != self.api:
+                self._unknown_api = self.api
+                log.warning("unknown_api", api=self.api, known=sorted(apis))
+            if self.api == "chat":
+                return apis.get("chat", CHAT)
+        if self.settings.base_url.rstrip("/") in _CHAT_ONLY:
+            return apis.get("chat", CHAT)
+        return apis.get("responses", RESPONSES)
+
+    @property
+    def falls_back(self) -> bool:
+        """Whether a missing endpoint may switch to chat completions: ``api: auto`` (or an
+        unknown name, which means auto) still on Responses."""
+        apis = self._apis_source() if self._apis_source is not None else {}
+        auto = self.api == "auto" or (self.api not in ("responses", "chat") and self.api not in apis)
+        return auto and not self.uses_chat
+
+    @property
     def uses_chat(self) -> bool:
-        return self.api == "chat" or self.settings.base_url.rstrip("/") in _CHAT_ONLY
+        return self.adapter.name == "chat"
 
     def _get(self):
         with self._lock:  # prewarm may be building it in its thread
@@ -184,7 +215,7 @@ class ModelClient:
                 self.send_include = False
                 return self.respond(request, ui, deadline)
             except _NoEndpoint as exc:
-                if self.api != "auto" or self.uses_chat:
+                if not self.falls_back:
                     raise ModelError(self._no_endpoint(str(exc))) from None
                 _CHAT_ONLY.add(self.settings.base_url.rstrip("/"))
                 log.warning("api_fallback", base_url=self.settings.base_url, error=str(exc))
@@ -212,6 +243,10 @@ class ModelClient:
 
     def _no_endpoint(self, shown: str) -> str:
         url = self.settings.base_url.rstrip("/")
+        adapter = self.adapter
+        if adapter.name not in ("responses", "chat"):
+            return (f"The server at {url} has no endpoint for model API {adapter.name!r} "
+                    f"({url}{adapter.path}: {shown}). Check base_url and api.")
         if self.uses_chat:
             return (f"The server at {url} has no chat completions endpoint "
                     f"({url}/chat/completions: {shown}). Check base_url.")
@@ -223,14 +258,8 @@ class ModelClient:
 
         httpx = _transport()
         client = self._get()
-        if self.uses_chat:
-            from . import chat
-
-            reader, path, body = chat.Reader(ui), "/chat/completions", dict(chat.to_chat(request), stream=True)
-        else:
-            from .responses import Assembler
-
-            reader, path, body = Assembler(ui), "/responses", dict(request, stream=True, store=False)
+        adapter = self.adapter
+        reader, path, body = adapter.reader(ui), adapter.path, dict(adapter.body(request), stream=True)
 
         def open_stream():
             # The client's generic POST with its raw-stream header: the body goes as built and
@@ -259,7 +288,7 @@ class ModelClient:
                             ended = "done"
                             break
                         reader.feed(event)
-                        if reader.final is not None and not self.uses_chat:
+                        if reader.final is not None and adapter.stop_at_final:
                             ended = "completed"
                             break
                         if deadline is not None and time.monotonic() > deadline:

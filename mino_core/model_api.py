@@ -88,3 +88,27 @@ class CoreAPIs:
     @hookimpl
     def register_model_apis(self, context: Any) -> list[ModelAPI]:
         return [RESPONSES, CHAT]
+
+
+def collect(host: Any) -> dict[str, ModelAPI]:
+    """Every active plugin's adapters by name. What is not a ``ModelAPI`` and a name two
+    plugins register (neither is used) are one line each in ``host.errors``."""
+    owners: dict[str, list[tuple[str, ModelAPI]]] = {}
+    for plugin, result in host.call("register_model_apis", context=host.context):
+        for api in result if isinstance(result, (list, tuple)) else [result]:
+            if not isinstance(api, ModelAPI) or not api.name or not str(api.path).startswith("/"):
+                host.errors.append(f"Plugin {plugin} returned {type(api).__name__} from "
+                                   "register_model_apis, not a mino_core.ModelAPI with a name and a "
+                                   "path starting with /; it was ignored.")
+                continue
+            owners.setdefault(api.name, []).append((plugin, api))
+    out: dict[str, ModelAPI] = {}
+    for name, entries in sorted(owners.items()):
+        if name == "auto" or len(entries) > 1:
+            who = " and ".join(p for p, _ in entries)
+            why = "'auto' is mino's own choice between responses and chat" if name == "auto" else \
+                f"it is registered by both {who}"
+            host.errors.append(f"Model API {name!r} is not used: {why}.")
+            continue
+        out[name] = entries[0][1]
+    return out

@@ -103,6 +103,7 @@ class Host:
         self.errors: list[str] = []
         self._tools: dict[str, Tool] | None = None
         self._tools_lock = threading.Lock()
+        self._apis: dict[str, Any] | None = None
         self.backend: str | None = None
         self.backends: dict[str, Any] = {}  # name -> MemoryBackend, every installed one
         self.backend_reason = "no memory backend is installed"
@@ -191,6 +192,17 @@ class Host:
                 if self._tools is None:
                     self._tools = self._collect_tools()
         return self._tools
+
+    def model_apis(self) -> dict[str, Any]:
+        """Every active plugin's model API adapters by name (``register_model_apis``),
+        collected once, when the first request is about to be sent."""
+        if self._apis is None:
+            with self._tools_lock:
+                if self._apis is None:
+                    from .model_api import collect
+
+                    self._apis = collect(self)
+        return self._apis
 
     def _choose_backend(self) -> None:
         from .backends import choose, declared

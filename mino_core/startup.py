@@ -42,7 +42,8 @@ def checked_host(home: Path, project_root: Path, notice, allow=()):
     Warnings go to ``notice``; any error (a core key with a wrong value, a home folder mino
     cannot use) raises ConfigError whose message is every problem, one per line. The host's
     ``context.config`` is the checked configuration (``--allow`` rules added)."""
-    from .config_schema import check, plugin_schemas
+    from .backends import check_folders
+    from .config_schema import check, core_schema, plugin_schemas
     from .plugins import PluginContext, build_host
 
     rules = allow_rules(allow)
@@ -52,7 +53,9 @@ def checked_host(home: Path, project_root: Path, notice, allow=()):
     context = PluginContext(home=home, project_root=project_root, config=config)
     config.update(raw)  # what plugins see while they declare their schemas
     host = build_host(context)
-    cleaned, report = check(raw, home / "config.yaml", plugin_schemas(host))
+    check_folders(home, host.backends)
+    cleaned, report = check(raw, home / "config.yaml", plugin_schemas(host),
+                            core=core_schema(list(host.backends), _apis(host, raw)))
     if report.errors:
         raise ConfigError("\n".join(report.lines()))
     for line in report.lines():
@@ -61,6 +64,17 @@ def checked_host(home: Path, project_root: Path, notice, allow=()):
     config.update(cleaned)  # the same dict the host's context holds: plugins see defaults
     _with_allow(config, rules)
     return host, context
+
+
+def _apis(host, raw: dict[str, Any]) -> list[str] | None:
+    """The registered model APIs' names, asked of the plugins only when config.yaml names
+    one the core does not have (so start-up imports no plugin's adapter otherwise)."""
+    from .config_schema import CORE_APIS
+
+    wanted = raw.get("api")
+    if wanted is None or str(wanted).strip().lower() in CORE_APIS:
+        return None
+    return list(host.model_apis())
 
 
 def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, allow=(),

@@ -40,7 +40,8 @@ CORE_ERRORS = [
     ("permissions: {deny: [5]}", "permissions.deny[0]", "allowed: text"),
     ("permissions: [Bash]", "permissions", "allowed: a mapping"),
     ("memory: 3", "memory", "found 3 (a whole number); allowed: a mapping"),
-    ("memory: {backend: cloud}", "memory.backend", "allowed: one of files, graph"),
+    # the installed (here: enabled) backends' names, as they declared them
+    ("memory: {backend: cloud}", "memory.backend", "allowed: one of graph"),
     ("api_key: 12345", "api_key", "allowed: text"),
     ("base_url: localhost:8080", "base_url", "an http:// or https:// URL"),
     ("base_url: [a]", "base_url", "found a list of 1 item(s)"),
@@ -184,8 +185,10 @@ def test_home_problems_are_one_line_each(tmp_path, scripted_server):
         home.mkdir()
         (home / sub).write_text("not a folder")
         cases.append((home, f"{home / sub} (in MINO_HOME) is a file, not a folder"))
+    # graph/ and memory/ are checked because their backends declare them (memory_backend)
+    env = {"MINO_PLUGINS": PLUGINS + ",mino-memory-files", "MINO_MEMORY_BACKEND": "files"}
     for home, text in cases:
-        result = run(home, scripted_server.base_url)
+        result = run(home, scripted_server.base_url, **env)
         assert result.returncode == 2, (home, result.stderr)
         assert text in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert "Traceback" not in result.stderr and "unexpected error" not in result.stderr
