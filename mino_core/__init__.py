@@ -17,7 +17,7 @@ _EXPORTS = {
     "load_yaml": "yaml_safe",
     "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
     "MemoryBackend": "backends", "ModelAPI": "model_api", "StreamReader": "model_api",
-    "plugin_logger": "notices", "notice": "notices",
+    "plugin_logger": "notices", "notice": "notices", "Response": "output",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -45,3 +45,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .backends import MemoryBackend
     from .model_api import ModelAPI, StreamReader
     from .notices import notice, plugin_logger
+    from .output import Response
