@@ -63,10 +63,14 @@ class _Escaping(io.TextIOBase):
 
 @contextlib.contextmanager
 def escaped_output():
+    """Escaped streams, and plugins' notices (``plugin_logger`` warnings) on stderr at once."""
+    from .notices import shown_by
+
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)
     try:
-        yield
+        with shown_by(lambda line: echo(line, err=True)):
+            yield
     finally:
         sys.stdout, sys.stderr = saved
 
