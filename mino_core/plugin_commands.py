@@ -198,8 +198,8 @@ class TopLevel(PromptGroup):
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
-        if command is not None or name.startswith("-"):
-            return command
+        if command is not None or name.startswith("-") or ctx.params.get("prompt") is not None:
+            return command  # with -p, words are the prompt: no plugin host for them
         group = self._plugins(ctx)
         command = group.commands.get(name) if group is not None else None
         if command is not None:
