@@ -85,6 +85,9 @@ def config_schema(context):
         "reflect": {"enum": ["auto", False, "off", "no", True, "on"], "default": "auto"},
         "guard": {"enum": ["on", "off", True, False], "default": "on"},
         "episodes": {"enum": [True, False, "on", "off", "yes", "no"], "default": "on"},
+        # hybrid-v1: an episode's score times this, so a saved fact outranks a message
+        # that merely mentions its words (words.HybridParams.episode; issue 25)
+        "episode_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.8},
         "embedder": {"type": "object", "additionalProperties": False, "properties": {
             "kind": {"enum": ["openai"]}, "model": {"type": "string"},
             "base_url": {"type": "string", "pattern": r"^https?://"},

@@ -48,7 +48,17 @@ SCORER_NAMES = {"hybrid-v1": "hybrid-v1", "hybrid": "hybrid-v1", "default": "hyb
                 "mnemo": "mnemo", "mnemo-cosine": "mnemo", "hashing-v1": "mnemo"}
 
 
-def scorer_factory(spec=None, embedder=None):
+def hybrid_params(gcfg: dict | None):
+    """hybrid-v1's parameters from ``memory.graph`` (``episode_weight``); None: defaults."""
+    w = (gcfg or {}).get("episode_weight")
+    if isinstance(w, (int, float)) and not isinstance(w, bool) and 0.0 <= w <= 1.0:
+        from .words import HybridParams
+
+        return HybridParams(episode=float(w))
+    return None
+
+
+def scorer_factory(spec=None, embedder=None, params=None):
     """A ``factory(graph) -> scorer`` from a scorer setting.
 
     ``spec`` is a name (``"hybrid-v1"``, the default, or ``"mnemo"``: Mnemo's exact
@@ -76,7 +86,7 @@ def scorer_factory(spec=None, embedder=None):
         def hybrid(graph):
             from .hybrid import HybridScorer
 
-            return HybridScorer(graph, embedder=embedder)
+            return HybridScorer(graph, params, embedder=embedder)
         return hybrid
     if hasattr(spec, "scores") and not isinstance(spec, type):
         return lambda graph: spec
@@ -222,8 +232,9 @@ class Store:
 
     def __init__(self, path: Path, *, scorer=None, embedder=None, fsync: bool = True,
                  use_cache: bool = True, use_index: bool = True, lazy: bool = False,
-                 journal: Journal | None = None):
+                 journal: Journal | None = None, params=None):
         self.path = Path(path)
+        self.params = params  # hybrid-v1's HybridParams (None: the defaults)
         # the file journal, or another implementation of its interface (journal_pg)
         self.journal = journal if journal is not None else Journal(self.path)
         self.cache_path = self.path.with_suffix(".cache")
@@ -231,7 +242,7 @@ class Store:
         self.use_cache = use_cache
         self._scorer_arg = scorer
         self._embedder = embedder
-        self.scorer_factory = scorer_factory(scorer, embedder)
+        self.scorer_factory = scorer_factory(scorer, embedder, params)
         self._mutex = threading.RLock()
         self._writing = False
         self.offset = 0
@@ -284,7 +295,8 @@ class Store:
             use_index = str(gcfg.get("index", "on")).strip().lower() not in (
                 "off", "false", "no", "0")
         store = cls(Path(path), scorer=scorer, embedder=embedder, fsync=fsync,
-                    use_cache=use_cache, use_index=use_index, lazy=lazy, journal=journal)
+                    use_cache=use_cache, use_index=use_index, lazy=lazy, journal=journal,
+                    params=hybrid_params(gcfg))
         try:
             store._load()
         except BaseException:
@@ -319,7 +331,7 @@ class Store:
         if self._index_search is None or self._index_search.index is not self.index:
             from .search import IndexSearch
 
-            self._index_search = IndexSearch(self.index)
+            self._index_search = IndexSearch(self.index, params=self.params)
         return self._index_search
 
     @property

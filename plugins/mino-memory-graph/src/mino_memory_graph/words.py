@@ -101,3 +101,13 @@ class HybridParams:
     # bench/locomo_recall.py's benchmark-built HybridIndex rows name speakers and pass 0.5.
     entity: float = 0.0
     temporal: float = 0.3
+    # A turn's episode holds the person's own words, and the cluster and neighbour signals
+    # of its session lift it further; a saved fact (a memory node, a pitfall) has neither.
+    # So a message that merely mentioned a fact's words ranked above the fact it saved
+    # (issue 25). An episode's score is multiplied by this: between episodes nothing
+    # changes (LoCoMo through the loop stores only episodes), against a fact of about the
+    # same match the fact comes first. The agent's recall paths apply it (``search.py``,
+    # ``HybridScorer``); ``HybridIndex`` knows no kinds. ``memory.graph.episode_weight``;
+    # below 1 it also lets a fact outrank the message that saved it (``results.lift_saved``),
+    # 1 is the rule before issue 25.
+    episode: float = 0.8
