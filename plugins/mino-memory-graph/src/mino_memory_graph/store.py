@@ -49,13 +49,20 @@ SCORER_NAMES = {"hybrid-v1": "hybrid-v1", "hybrid": "hybrid-v1", "default": "hyb
 
 
 def hybrid_params(gcfg: dict | None):
-    """hybrid-v1's parameters from ``memory.graph`` (``episode_weight``); None: defaults."""
-    w = (gcfg or {}).get("episode_weight")
-    if isinstance(w, (int, float)) and not isinstance(w, bool) and 0.0 <= w <= 1.0:
-        from .words import HybridParams
+    """hybrid-v1's parameters from ``memory.graph`` (``episode_weight``, ``vector_weight``);
+    None: the defaults."""
+    from .words import HybridParams
 
-        return HybridParams(episode=float(w))
-    return None
+    def number(key, top):
+        v = (gcfg or {}).get(key)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= top
+        return float(v) if ok else None
+    kw = {}
+    if number("episode_weight", 1.0) is not None:
+        kw["episode"] = number("episode_weight", 1.0)
+    if number("vector_weight", 5.0) is not None:
+        kw["hashing"] = number("vector_weight", 5.0)
+    return HybridParams(**kw) if kw else None
 
 
 def scorer_factory(spec=None, embedder=None, params=None):
