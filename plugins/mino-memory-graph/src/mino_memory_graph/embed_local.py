@@ -228,7 +228,11 @@ class StaticEmbedder:
     def __init__(self, folder: Path | str, table: Path | str):
         folder = Path(folder)
         self.tok = WordPiece(folder / "vocab.txt")
-        self.table = np.load(table).astype(np.float32)
+        table = np.load(table).astype(np.float32)
+        # centred: averaged piece vectors share one large common direction (every cosine
+        # near 0.9); removing the vocabulary's mean leaves what tells texts apart
+        table -= table.mean(0)
+        self.table = table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-12)
         self.dim = self.table.shape[1]
         self.name = f"static:{folder.name}"
 
