@@ -4,6 +4,8 @@ the model?
     .venv/bin/python bench/agent_memory.py                    # every story in bench/stories
     .venv/bin/python bench/agent_memory.py --quick            # one story per category
     .venv/bin/python bench/agent_memory.py --stories DIR      # any folder of stories
+    .venv/bin/python bench/agent_memory.py --stories bench/stories --stories bench/stories-holdout
+                                                              # both folders, one run
     .venv/bin/python bench/agent_memory.py --only NAME --show # one story, its blocks printed
     .venv/bin/python bench/agent_memory.py --variant mnemo:memory.graph.scorer=mnemo
 
@@ -72,6 +74,7 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
         "hit_rate": (sum(q.hit for q in qs) / len(qs)) if qs else 0.0,
         "categories": {c: {"questions": len(v), "hits": sum(q.hit for q in v)}
                        for c, v in sorted(cats.items())},
+        "category_figures": category_figures(results),
         "block_tokens": {"median": statistics.median(tokens) if tokens else 0,
                          "max": max(tokens) if tokens else 0,
                          "mean": round(statistics.fmean(tokens), 1) if tokens else 0},
@@ -93,6 +96,21 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
     }
 
 
+def category_figures(results: list[StoryResult]) -> dict[str, dict[str, float]]:
+    """Per category: the block's median size at its questions (tokens) and the memory's
+    median CPU per turn over the turns of the stories of that category (a question's own
+    category may differ from its story's: its turns are the story's)."""
+    blocks: dict[str, list[int]] = {}
+    cpu: dict[str, list[float]] = {}
+    for r in results:
+        for q in r.questions:
+            blocks.setdefault(q.category, []).append(q.block_tokens)
+        cpu.setdefault(r.story.category, []).extend(r.turn_cpu)
+    return {c: {"block_median": statistics.median(b),
+                "cpu_median_ms": round(_median_ms(cpu.get(c, [])), 2)}
+            for c, b in sorted(blocks.items())}
+
+
 def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str], wall: float,
                  cpu: float) -> None:
     print(f"\nstories {s['stories']}, questions {s['questions']}, turns {s['turns']} "
@@ -100,8 +118,13 @@ def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str]
     print(f"hit rate of the recall block: {s['hits']}/{s['questions']} = {s['hit_rate']:.1%} "
           "(goal: at least 90%)")
     print("per category:")
+    figures = s.get("category_figures", {})
     for c, v in s["categories"].items():
-        print(f"  {c:<16} {v['hits']:>3}/{v['questions']:<3} {v['hits'] / v['questions']:.0%}")
+        f = figures.get(c)
+        extra = (f"  block median {f['block_median']} tokens, memory CPU median "
+                 f"{f['cpu_median_ms']} ms/turn" if f else "")
+        print(f"  {c:<16} {v['hits']:>3}/{v['questions']:<3} {v['hits'] / v['questions']:.0%}"
+              f"{extra}")
     b = s["block_tokens"]
     print(f"block size at questions, tokens (characters / {CHARS_PER_TOKEN}): "
           f"median {b['median']}, "
@@ -148,7 +171,9 @@ def quick_pick(stories: list[Story]) -> list[Story]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stories", type=Path, default=STORIES, help="folder of story files")
+    parser.add_argument("--stories", type=Path, action="append", default=[],
+                        help="folder of story files (repeatable: each folder is reported "
+                             "on its own, all measured in the same run; default bench/stories)")
     parser.add_argument("--quick", action="store_true", help="one story per category")
     parser.add_argument("--only", action="append", default=[],
                         help="run only this story (repeatable)")
@@ -161,51 +186,70 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true",
                         help="keep each story's home and projects (to inspect the journal)")
     args = parser.parse_args(argv)
-    if not args.stories.is_dir():
-        print(f"agent_memory: {args.stories} is not a folder of stories", file=sys.stderr)
-        return 2
-    stories, refused = load_stories(args.stories)
-    if args.only:
-        stories = [s for s in stories if s.name in set(args.only)]
-    if args.quick:
-        stories = quick_pick(stories)
-    if not stories:
-        print(f"agent_memory: no runnable story in {args.stories}", file=sys.stderr)
-        for line in refused:
-            print(f"  {line}", file=sys.stderr)
+    folders = args.stories or [STORIES]
+    loaded: list[tuple[Path, list[Story], list[str]]] = []
+    for folder in folders:
+        if not folder.is_dir():
+            print(f"agent_memory: {folder} is not a folder of stories", file=sys.stderr)
+            return 2
+        stories, refused = load_stories(folder)
+        if args.only:
+            stories = [s for s in stories if s.name in set(args.only)]
+        if args.quick:
+            stories = quick_pick(stories)
+        if not stories and not args.only:
+            print(f"agent_memory: no runnable story in {folder}", file=sys.stderr)
+            for line in refused:
+                print(f"  {line}", file=sys.stderr)
+            return 2
+        loaded.append((folder, stories, refused))
+    if not any(stories for _, stories, _ in loaded):
+        print("agent_memory: no runnable story in " + ", ".join(map(str, folders)),
+              file=sys.stderr)
         return 2
     try:
         variants = [("default", {})] + [parse_variant(v) for v in args.variant]
     except ValueError as exc:
         print(f"agent_memory: {exc}", file=sys.stderr)
         return 2
-    lint_problems = [p for s in stories for p in lint(s)]
     work = Path(tempfile.mkdtemp(prefix="agent-memory-"))
     c0, w0 = time.process_time(), time.perf_counter()
-    results: dict[str, list[StoryResult]] = {name: [] for name, _ in variants}
+    results: dict[Path, dict[str, list[StoryResult]]] = {
+        f: {name: [] for name, _ in variants} for f, _, _ in loaded}
     try:
-        for story in stories:  # variants interleaved per story: the machine's noise hits all alike
-            for name, overrides in variants:
-                r = run_story(story, work, show=args.show and name == "default", keep=args.keep,
-                              overrides=overrides)
-                hits = sum(q.hit for q in r.questions)
-                tag = f" [{name}]" if len(variants) > 1 else ""
-                print(f"{story.name:<34} {story.category:<14} {hits}/{len(r.questions)} "
-                      f"{r.seconds:5.1f} s{tag}{'  ERROR' if r.errors else ''}", flush=True)
-                results[name].append(r)
+        for folder, stories, _ in loaded:
+            for story in stories:  # variants interleaved per story: noise hits all alike
+                for name, overrides in variants:
+                    r = run_story(story, work, show=args.show and name == "default",
+                                  keep=args.keep, overrides=overrides)
+                    hits = sum(q.hit for q in r.questions)
+                    tag = f" [{name}]" if len(variants) > 1 else ""
+                    print(f"{story.name:<34} {story.category:<14} {hits}/{len(r.questions)} "
+                          f"{r.seconds:5.1f} s{tag}{'  ERROR' if r.errors else ''}", flush=True)
+                    results[folder][name].append(r)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    summaries = {name: summary(rs) for name, rs in results.items()}
-    s = summaries["default"]
-    print_report(s, lint_problems, refused, time.perf_counter() - w0, time.process_time() - c0)
-    if len(variants) > 1:
-        print_variants(summaries, dict(variants))
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    out: dict[str, Any] = {}
+    failed = False
+    for folder, stories, refused in loaded:
+        summaries = {name: summary(rs) for name, rs in results[folder].items()}
+        lint_problems = [p for s in stories for p in lint(s)]
+        if len(loaded) > 1:
+            print(f"\n=== {folder}")
+        print_report(summaries["default"], lint_problems, refused, wall, cpu)
+        if len(variants) > 1:
+            print_variants(summaries, dict(variants))
+        out[str(folder)] = {**summaries["default"],
+                            "variants": {k: v for k, v in summaries.items() if k != "default"},
+                            "lint": lint_problems, "refused": refused}
+        failed = failed or any(v["errors"] for v in summaries.values()) or bool(refused)
     if args.json:
-        args.json.write_text(json.dumps({**s, "variants": {k: v for k, v in summaries.items()
-                                                           if k != "default"},
-                                         "lint": lint_problems, "refused": refused}, indent=2))
-    return 1 if any(v["errors"] for v in summaries.values()) or refused else 0
+        # one folder: its summary as before; several: one summary per folder
+        args.json.write_text(json.dumps(out[str(loaded[0][0])] if len(loaded) == 1 else out,
+                                        indent=2))
+    return 1 if failed else 0
 
 
 def print_variants(summaries: dict[str, dict[str, Any]], overrides: dict[str, dict]) -> None:
@@ -216,7 +260,11 @@ def print_variants(summaries: dict[str, dict[str, Any]], overrides: dict[str, di
         m = v["memory_ms_per_turn"]
         ratio_cpu = m["cpu_median"] / base["cpu_median"] if base["cpu_median"] else 0.0
         ratio_wall = m["wall_median"] / base["wall_median"] if base["wall_median"] else 0.0
-        cats = ", ".join(f"{c} {x['hits']}/{x['questions']}" for c, x in v["categories"].items())
+        figs = v.get("category_figures", {})
+        cats = ", ".join(f"{c} {x['hits']}/{x['questions']} ({figs[c]['block_median']} tok, "
+                         f"{figs[c]['cpu_median_ms']} ms)" if c in figs
+                         else f"{c} {x['hits']}/{x['questions']}"
+                         for c, x in v["categories"].items())
         print(f"  {name:<14} hits {v['hits']}/{v['questions']} ({v['hit_rate']:.1%}); block median "
               f"{v['block_tokens']['median']} tokens; CPU {m['cpu_median']} ms (x{ratio_cpu:.2f}), "
               f"wall {m['wall_median']} ms (x{ratio_wall:.2f}) "

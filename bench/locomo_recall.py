@@ -481,7 +481,7 @@ class LoopGraph:
     the model.
     """
 
-    def __init__(self, turns, speakers, server):
+    def __init__(self, turns, speakers, server, graph: dict | None = None):
         import os
         import tempfile
 
@@ -495,7 +495,7 @@ class LoopGraph:
         os.environ["MINO_PLUGINS"] = "mino.policy,mino.skills,mino-memory-graph"
         loop.forget_open()
         self.server = server
-        self.config = {"memory": {"backend": "graph", "graph": {"reflect": "off"}}}
+        self.config = {"memory": {"backend": "graph", "graph": {"reflect": "off", **(graph or {})}}}
         self.h = Harness(server, root / "home", root / "project", config=self.config)
         self.dia_of: dict[tuple[str, int], str] = {}  # (mino session, turn) -> dia_id
         by_session = collections.defaultdict(list)
@@ -592,13 +592,16 @@ class StoredBM25:
 LOOP_VARIANTS = ("neighbour", "cluster", "hashing", "temporal")
 
 
-def through_loop(convs, ablate: bool = False, blocks: bool = True) -> dict:
+def through_loop(convs, ablate: bool = False, blocks: bool = True,
+                 graph: dict | None = None) -> dict:
     """R@5/R@10 of mino's recall path and of BM25 over the same stored texts, same run;
     the share of questions whose evidence reached the block; per-turn time; with
     ``ablate``, the default with each signal removed."""
     from mino_core.testing.server import ScriptedServer
 
-    full = HybridParams()
+    from mino_memory_graph.store import hybrid_params
+
+    full = hybrid_params(graph) or HybridParams()  # --graph keys (an A/B) or the defaults
     variants = {"default": full}
     if ablate:
         for name in LOOP_VARIANTS:
@@ -610,7 +613,7 @@ def through_loop(convs, ablate: bool = False, blocks: bool = True) -> dict:
     block_hit, block_tokens, lat, turn_ms, turn_cpu = [], [], [], [], []
     with ScriptedServer() as server:
         for _sid, turns, speakers, questions in convs:
-            lg = LoopGraph(turns, speakers, server)
+            lg = LoopGraph(turns, speakers, server, graph=graph)
             turn_ms.append(lg.turn_wall_ms)
             turn_cpu.append(lg.turn_cpu_ms)
             base = StoredBM25(lg)
@@ -692,6 +695,9 @@ def main(argv=None) -> int:
     ap.add_argument("--conversations", type=int, metavar="N",
                     help="only the first N conversations")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")
+    ap.add_argument("--graph", action="append", default=[], metavar="KEY=VALUE",
+                    help="with --through-loop: a memory.graph key for mino's store (dotted, "
+                         "YAML value; repeatable), e.g. embedder.kind=local")
     ap.add_argument("--no-blocks", action="store_true",
                     help="with --through-loop: skip the whole-turn block check")
     a = ap.parse_args(argv)
@@ -800,7 +806,17 @@ def _main_loop(a) -> int:
     convs, skipped = load(a.data)
     convs = _first(convs, a)
     t0, c0 = time.perf_counter(), time.process_time()
-    loop_res = through_loop(convs, ablate=a.ablate, blocks=not a.no_blocks)
+    graph = {}
+    for pair in a.graph:
+        from mino_core import load_yaml
+
+        key, _, value = pair.partition("=")
+        node = graph
+        *path, last = key.strip().split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = load_yaml(value)
+    loop_res = through_loop(convs, ablate=a.ablate, blocks=not a.no_blocks, graph=graph or None)
     loop_wall, loop_cpu = time.perf_counter() - t0, time.process_time() - c0
     old = {}
     for name in ("bm25", "default"):

@@ -78,6 +78,8 @@ PLUGIN_WARNINGS = [
     ("memory: {graph: {reflect: always}}", "memory.graph.reflect", "the default (auto)"),
     ("memory: {graph: {episodes: sometimes}}", "memory.graph.episodes", "the default (on)"),
     ("memory: {graph: {guard: loud}}", "memory.graph.guard", "the default (on)"),
+    ("memory: {graph: {episode_weight: 2}}", "memory.graph.episode_weight", "the default (0.8)"),
+    ("memory: {graph: {vector_weight: heavy}}", "memory.graph.vector_weight", "the default (0.2)"),
     ("memory: {graph: {embedder: {kind: openai, model: m, timeout: soon}}}",
      "memory.graph.embedder.timeout", "the default (10)"),
     ("memory: {graph: 5}", "memory.graph", "mino-memory-graph uses its default"),

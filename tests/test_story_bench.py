@@ -186,3 +186,19 @@ def test_variants_parse_and_a_bad_one_is_one_line(bench, tmp_path, capsys):
     write(tmp_path / "stories", "teach.yaml", TEACH_AND_ASK)
     assert bench.main(["--stories", str(tmp_path / "stories"), "--variant", "x:=1"]) == 2
     assert "is not KEY=VALUE" in capsys.readouterr().err
+
+
+def test_two_folders_in_one_run_are_reported_apart_per_category(bench, tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "teach.yaml", TEACH_AND_ASK)
+    write(b, "teach.yaml", TEACH_AND_ASK.replace("category: preference", "category: paraphrase"))
+    out = tmp_path / "out.json"
+    assert bench.main(["--stories", str(a), "--stories", str(b), "--json", str(out)]) == 0
+    import json
+    data = json.loads(out.read_text())
+    assert set(data) == {str(a), str(b)}
+    assert data[str(a)]["categories"] == {"preference": {"questions": 3, "hits": 1}}
+    fig = data[str(b)]["category_figures"]["paraphrase"]
+    assert fig["block_median"] > 0 and fig["cpu_median_ms"] > 0
+    text = capsys.readouterr().out
+    assert f"=== {a}" in text and f"=== {b}" in text and "block median" in text

@@ -365,5 +365,12 @@ def embedder_from_config(cfg: dict | None, cache_dir: Path | None = None):
                               cache_dir=cache_dir, timeout=float(cfg.get("timeout", 10.0)),
                               input_type=str(cfg.get("input_type", "auto")),
                               batch=int(cfg.get("batch", BATCH)))
+    if isinstance(cfg, dict) and cfg.get("kind") == "local" and cfg.get("path"):
+        from .embed_local import LocalEmbedder, StaticEmbedder  # numpy; opt-in (issue 25)
+
+        folder = Path(str(cfg["path"])).expanduser()
+        if cfg.get("table"):  # static vectors distilled from that encoder
+            return StaticEmbedder(folder, Path(str(cfg["table"])).expanduser())
+        return LocalEmbedder(folder)
     raise ValueError(f"unknown memory.graph.embedder setting {cfg!r}; "
-                     "use hashing-v1 or {kind: openai, model: ...}")
+                     "use hashing-v1, {kind: openai, model: ...} or {kind: local, path: ...}")

@@ -290,6 +290,13 @@ def _record_saved(record, sc: dict, store) -> None:
         # what was said, not what was observed: a pain marker's counts change by design
         if n is not None and not n.deleted and n.kind != "TaskEpisode" and n.area != "Salience":
             saved.extend(f"{nid}:{f.id}" for f in n.facts if f.id >= mark and f.active)
+    # the fix a reflection wrote on a pitfall: once a later fix replaces it (it stopped
+    # working: pitfalls.replaced), this turn's record of the old way is history (issue 25)
+    for nid in dict.fromkeys(sc.get("fixed", ())):
+        n = g.nodes.get(nid)
+        f = n.fact("fix") if n is not None and not n.deleted else None
+        if f is not None and f.id >= mark:
+            saved.append(f"{nid}:{f.id}")
     declined = _declined(record, g.nodes[ep])
     if saved or declined:
         with store.write() as req:

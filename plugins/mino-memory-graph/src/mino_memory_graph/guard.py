@@ -86,6 +86,7 @@ def guard(call, tool, turn) -> str | None:
         if any(s in fix.value for s in ran):
             continue  # this run already did what the fix names
         warned.add(hit.node)
+        sc.setdefault("offered", []).append(hit.node)  # its fix was shown: pitfalls.replaced
         subject = safety.observed(failure_subject(call.arguments)[:SUBJECT_IN_FAILURE],
                                   "[subject not kept: {why}]")
         sc.setdefault("pending", []).append(

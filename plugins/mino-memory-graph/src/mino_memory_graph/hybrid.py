@@ -88,6 +88,7 @@ from .words import (_RELATIVE_TIME, _RELATIVE_TIME_STEMS, _STEMS, _TEMPORAL_QUER
                     is_temporal_query, stem, tokenize)
 
 
+_EPISODE = 1  # results.KIND_CODE["TaskEpisode"]: the row kinds a Query carries
 _BASE = object()  # "not materialised yet: read it from the loaded state"
 
 
@@ -921,6 +922,7 @@ class HybridScorer:
         from .recall import MnemoScorer
 
         self.graph = graph
+        self.params = params or HybridParams()
         self.mnemo = MnemoScorer(embedder)
         self.name = f"{SCORER_NAME}+{self.mnemo.name}"
         self.index = HybridIndex(params, dim=0, reuse_rows=False)
@@ -1009,11 +1011,54 @@ class HybridScorer:
         out = np.zeros(n, dtype=np.float32)
         m = min(n, len(hybrid))
         out[:m] = hybrid[:m]
+        if query.kind is not None and self.params.episode != 1.0:  # see HybridParams.episode
+            out[query.kind[:n] == _EPISODE] *= np.float32(self.params.episode)
         if query.area_weight is not None:
             out *= query.area_weight
         if query.bias is not None:
             out += query.bias
+        if query.kind is not None and self.params.episode != 1.0:
+            self._lift_saved(out, query.kind[:n])
         return out
+
+    def _lift_saved(self, out: np.ndarray, kinds: np.ndarray) -> None:
+        """``results.lift_saved`` over the best ``SAVED_TOP`` rows (engine rows)."""
+        from .results import SAVED_TOP, lift_saved, saved_pairs
+
+        n = len(out)
+        if not n:
+            return
+        top = np.argpartition(-out, min(SAVED_TOP, n) - 1)[:SAVED_TOP] if n > SAVED_TOP \
+            else np.arange(n)
+        top = top[(out[top] > 0) & (kinds[top] == _EPISODE)]
+        if not len(top):
+            return
+        ids = self.index._ids
+        nodes = self.graph.nodes
+        saved = {}
+        for r in top.tolist():
+            node = nodes.get(int(ids[r]))
+            f = node.fact("saved") if node is not None else None
+            pairs = saved_pairs(f.value) if f is not None else []
+            if pairs:
+                saved[int(ids[r])] = pairs
+        if not saved:
+            return
+        row_of = self.index._row_of
+        scores = {int(ids[r]): float(out[r]) for r in top.tolist()}
+        for ps in saved.values():
+            for nid, _ in ps:
+                r = row_of.get(nid)
+                if r is not None and r < n and out[r] > 0:
+                    scores[nid] = float(out[r])
+
+        def active(nid):
+            node = nodes.get(nid)
+            return {f.id for f in node.facts if f.active} if node is not None and \
+                not node.deleted else ()
+        lift_saved(scores, saved, active, self.params.episode, lambda x: float(np.float32(x)))
+        for nid, s in scores.items():
+            out[row_of[nid]] = np.float32(s)
 
     # derived cache
     def state(self, n: int) -> dict:

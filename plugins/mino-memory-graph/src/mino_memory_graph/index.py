@@ -70,7 +70,7 @@ from . import words as _words
 from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
                     PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
 
-SCHEMA = 6
+SCHEMA = 7  # 7: words are Snowball stems (issue 25); an older index is rebuilt
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
 KEEP_ROWS = 20_000  # node rows a fold keeps from one window to the next

@@ -86,8 +86,16 @@ def config_schema(context):
         "reflect": {"enum": ["auto", False, "off", "no", True, "on"], "default": "auto"},
         "guard": {"enum": ["on", "off", True, False], "default": "on"},
         "episodes": {"enum": [True, False, "on", "off", "yes", "no"], "default": "on"},
+        # hybrid-v1: an episode's score times this, so a saved fact outranks a message
+        # that merely mentions its words (words.HybridParams.episode; issue 25)
+        "episode_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.8},
+        # hybrid-v1: the weight of the vectors' cosine beside BM25 (words.HybridParams.hashing)
+        "vector_weight": {"type": "number", "minimum": 0, "maximum": 5, "default": 0.2},
         "embedder": {"type": "object", "additionalProperties": False, "properties": {
-            "kind": {"enum": ["openai"]}, "model": {"type": "string"},
+            "kind": {"enum": ["openai", "local"]}, "model": {"type": "string"},
+            # kind local: a folder with a BERT sentence encoder (embed_local.py); table:
+            # its distilled static vectors (embed_local.distil_static), used instead
+            "path": {"type": "string"}, "table": {"type": "string"},
             "base_url": {"type": "string", "pattern": r"^https?://"},
             "api_key_env": {"type": "string"},
             "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 10},

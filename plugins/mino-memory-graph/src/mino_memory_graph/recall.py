@@ -64,6 +64,7 @@ class Query:
     area_weight: np.ndarray | None
     bias: np.ndarray | None
     n: int
+    kind: np.ndarray | None = None  # each row's KIND_CODE (HybridParams.episode)
 
 
 class Scorer(Protocol):
@@ -334,7 +335,7 @@ class RecallEngine:
         if self.voted:
             bias = self.votes[:n] * np.float32(USEFULNESS_BIAS)
         q = Query(text=query, expanded=expand_query_aliases(query), routed=list(prefer),
-                  area_weight=aw, bias=bias, n=n)
+                  area_weight=aw, bias=bias, n=n, kind=self.kind[:n])
         s = self.scorer.scores(q)[:n]
         exclude = g.out_of_scope(scope, now) if scope is not None else set()
         if kind is not None or areas or exclude:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from . import safety
 from .model import Graph
+from .pitfalls import replaced
 from .steer import tokens
 
 MIN_CALLS = 4
@@ -254,17 +255,18 @@ def check(obj: dict | None, current: dict[tuple[str, str], str]) -> Proposal:
 
 def fix_target(graph: Graph, fx: dict, pain: list[int]) -> int | None:
     """The run's pain marker a fix belongs to: one sharing 2+ words longer than 3
-    characters with the fix's problem; None for a new pitfall."""
+    characters with the fix's problem; else the run's only marker (a fix needs a failure
+    of the run, and a problem told in other words than the tool's error is still that
+    failure: issue 25); None for a new pitfall."""
     want = {t for t in tokens(fx["problem"]) if len(t) > 3}
-    for m in pain:
-        n = graph.nodes.get(m)
-        if n is None or n.deleted:
-            continue
+    live = [m for m in pain if graph.live(m) is not None]
+    for m in live:
+        n = graph.nodes[m]
         have = {t for t in tokens(n.label + " " + " ".join(
             f.value for f in n.facts if f.active and f.key == "failure")) if len(t) > 3}
         if len(want & have) >= 2:
             return m
-    return None
+    return live[0] if len(live) == 1 else None
 
 
 def preview_fields(p: Proposal, project_label: str, graph: Graph | None = None,
@@ -300,18 +302,23 @@ def preview_fields(p: Proposal, project_label: str, graph: Graph | None = None,
 
 def plan_apply(graph: Graph, p: Proposal, *, episode: int, user: int, project: int,
                pain: list[int], session_id: str, at: int = 0,
-               today: str | None = None) -> tuple[list[tuple[str, dict]], dict]:
+               today: str | None = None,
+               shown: list[int] = ()) -> tuple[list[tuple[str, dict]], dict]:
     """Ops that write an approved Proposal, with provenance; and notes (skill node...).
 
     Facts supersede the profile's current value of their key. Each written node gets a
     ``provenance`` log line naming the session and the source. A fix attaches to this
     run's pain marker when they share 2+ words longer than 3 characters; otherwise it
-    becomes a new Salience pitfall PartOf the project. A skill becomes (or updates) the
-    candidate node ``skill candidate <name>`` (Harness/Procedural) with a ``seen`` count.
+    becomes a new Salience pitfall PartOf the project. When that failure is one a pitfall
+    the run was ``shown`` (recalled, held back by the guard) already had a fix for, and that
+    fix stopped working, the new fix supersedes the old one on that pitfall instead
+    (``pitfalls.replaced``). ``notes["fixed"]``: the pitfalls whose fix this plan wrote.
+    A skill becomes (or updates) the candidate node ``skill candidate <name>``
+    (Harness/Procedural) with a ``seen`` count.
     """
     nn, ne, nf = graph.next_node, graph.next_edge, graph.next_fact
     ops: list[tuple[str, dict]] = []
-    notes: dict = {"skill_node": None, "skill_seen": 0}
+    notes: dict = {"skill_node": None, "skill_seen": 0, "fixed": []}
     pending: dict[tuple[int, str], int] = {}  # facts this plan added, by (node, key)
 
     def set_fact(node: int, key: str, value: str) -> None:
@@ -351,6 +358,12 @@ def plan_apply(graph: Graph, p: Proposal, *, episode: int, user: int, project: i
         set_fact(project, "last session", summary[:VALUE_MAX])
     for fx in p.fixes:
         target = fix_target(graph, fx, pain)
+        old = replaced(graph, target, [*shown, *pain]) if target is not None else None
+        if old is not None:  # the same failure, its old fix no longer works
+            ops.append(("CommitLog", {"node": target, "kind": "same_failure",
+                                      "detail": f"as pitfall #{old}, whose fix was replaced",
+                                      "at": at}))
+            target = old
         if target is None:
             target = nn
             nn += 1
@@ -364,9 +377,14 @@ def plan_apply(graph: Graph, p: Proposal, *, episode: int, user: int, project: i
             ops.append(("Link", {"id": ne, "src": episode, "dst": target,
                                  "kind": "DerivedFrom", "at": at}))
             ne += 1
+        cur = graph.nodes[target].fact("fix") if target in graph.nodes else None
+        if cur is not None and cur.value == fx["fix"] and (target, "fix") not in pending:
+            notes["fixed"].append(target)  # the same fix again: nothing is superseded
+            continue
         set_fact(target, "fix", fx["fix"])
         set_fact(target, "learned from", f"session {session_id}, episode #{episode}")
         provenance(target, "reflection", "fix")
+        notes["fixed"].append(target)
     if p.skill:
         label = f"skill candidate {p.skill['name']}"
         from .partial import find_label

@@ -80,9 +80,11 @@ def reflect_run(record, sc: dict, why: str) -> None:
     with store.write() as req:
         ops, out = reflect.plan_apply(req.graph, proposal, episode=ep, user=user,
                                       project=project, pain=list(sc["markers"]),
-                                      session_id=str(session.id), at=req.at)
+                                      session_id=str(session.id), at=req.at,
+                                      shown=[*sc.get("recalled", ()), *sc.get("offered", ())])
         for name, body in ops:
             req.apply(name, body)
+    sc["fixed"] = out["fixed"]  # the episode records these fixes (episodes._record_saved)
     skill = proposal.skill
     if skill and (skill["explicit"] or out["skill_seen"] >= 2) and session.mode != "bypass":
         _offer_skill_file(session, mem, skill, out["skill_node"], project)

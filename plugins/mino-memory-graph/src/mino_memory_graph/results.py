@@ -52,5 +52,41 @@ def ranked(final: dict, k: int) -> list[Hit]:
     return [Hit(node=nid, score=v[0], via_graph=v[1]) for nid, v in best]
 
 
+SAVED_TOP = 50  # the best candidates looked at by ``lift_saved``
+
+
+def saved_pairs(value: str | None) -> list[tuple[int, int]]:
+    """(node, fact) ids of an episode's ``saved`` fact (``episodes._record_saved``)."""
+    out = []
+    for pair in (value or "").split():
+        node, _, fid = pair.partition(":")
+        if node.isdigit() and fid.isdigit():
+            out.append((int(node), int(fid)))
+    return out
+
+
+def lift_saved(scores: dict, saved: dict, active, weight: float, f32=float) -> None:
+    """A saved, current fact outranks the message that saved it (issue 25).
+
+    ``scores``: {node: score} of the best candidates; ``saved``: {episode: [(node, fact)]}
+    for the episodes among them; ``active(node)``: the ids of that node's current facts.
+    An episode whose message saved a fact still current on a candidate node lends that
+    node its score (the message matched the query; the fact is what memory kept of it),
+    and itself goes just below it (times ``weight``, ``HybridParams.episode``): the block
+    and ``mino memory search`` show the fact first, the message after it or not at all.
+    """
+    for ep, pairs in sorted(saved.items()):
+        s = scores.get(ep)
+        if s is None:
+            continue
+        kept = sorted({n for n, fid in pairs if n in scores and n != ep and fid in active(n)})
+        if not kept:
+            continue
+        for n in kept:
+            if s > scores[n]:
+                scores[n] = s
+        scores[ep] = min(s, f32(min(scores[n] for n in kept) * weight))
+
+
 def area_names(areas: list[str]) -> str:
     return ", ".join(areas) if areas else "all"

@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import json
 import math
 import struct
 
 from . import words as _words
 from .index import Index
 from .model import f32
-from .results import AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found, Hit, offer, ranked
+from .results import (AREA_CODE, SAVED_TOP, SEED_MIN, USEFULNESS_BIAS, Found, Hit,
+                      lift_saved, offer, ranked, saved_pairs)
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 from .words import HybridParams
 
@@ -218,13 +220,43 @@ class IndexSearch:
             if temporal and r.temporal:
                 v *= 1.0 + p.temporal
             v = f32(v)
+            if r.kind == "TaskEpisode" and p.episode != 1.0:
+                v = f32(v * f32(p.episode))
             if pref and r.area not in pref:
                 v = f32(v * f32(discount))
             net = r.useful - r.unhelpful
             if net:
                 v = f32(v + f32(net * f32(USEFULNESS_BIAS)))
             out[i] = v
+        if p.episode != 1.0:  # 1: the old rule, messages and facts alike
+            self._lift_saved(out, rows)
         return out, rows
+
+    def _lift_saved(self, out: dict, rows: dict) -> None:
+        """``results.lift_saved`` over the best ``SAVED_TOP`` candidates."""
+        top = heapq.nlargest(SAVED_TOP, out, key=lambda i: (out[i], -i))
+        eps = [i for i in top if rows[i].kind == "TaskEpisode"]
+        if not eps:
+            return
+        db = self.index.db
+        saved = {}
+        for i, facts in db.execute(f"SELECT id, facts FROM nodes WHERE id IN "
+                                   f"({','.join('?' * len(eps))}) AND instr(facts, '\"saved\"')",
+                                   eps):
+            value = next((f[2] for f in json.loads(facts) if f[1] == "saved" and f[4]), None)
+            pairs = saved_pairs(value)
+            if pairs:
+                saved[i] = pairs
+        targets = sorted({n for ps in saved.values() for n, _ in ps if n in out})
+        if not targets:
+            return
+        current = {i: {f[0] for f in json.loads(facts) if f[4]} for i, facts in db.execute(
+            f"SELECT id, facts FROM nodes WHERE id IN ({','.join('?' * len(targets))})",
+            targets)}
+        scoped = {i: out[i] for i in top}
+        scoped.update((n, out[n]) for n in targets)
+        lift_saved(scoped, saved, lambda n: current.get(n, ()), self.params.episode, f32)
+        out.update(scoped)
 
     def _cluster_sizes(self, parents) -> dict[int, int]:
         """Live members of each cluster parent (a member with a sibling has a neighbour)."""

@@ -49,7 +49,24 @@ SCORER_NAMES = {"hybrid-v1": "hybrid-v1", "hybrid": "hybrid-v1", "default": "hyb
                 "mnemo": "mnemo", "mnemo-cosine": "mnemo", "hashing-v1": "mnemo"}
 
 
-def scorer_factory(spec=None, embedder=None):
+def hybrid_params(gcfg: dict | None):
+    """hybrid-v1's parameters from ``memory.graph`` (``episode_weight``, ``vector_weight``);
+    None: the defaults."""
+    from .words import HybridParams
+
+    def number(key, top):
+        v = (gcfg or {}).get(key)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= top
+        return float(v) if ok else None
+    kw = {}
+    if number("episode_weight", 1.0) is not None:
+        kw["episode"] = number("episode_weight", 1.0)
+    if number("vector_weight", 5.0) is not None:
+        kw["hashing"] = number("vector_weight", 5.0)
+    return HybridParams(**kw) if kw else None
+
+
+def scorer_factory(spec=None, embedder=None, params=None):
     """A ``factory(graph) -> scorer`` from a scorer setting.
 
     ``spec`` is a name (``"hybrid-v1"``, the default, or ``"mnemo"``: Mnemo's exact
@@ -77,7 +94,7 @@ def scorer_factory(spec=None, embedder=None):
         def hybrid(graph):
             from .hybrid import HybridScorer
 
-            return HybridScorer(graph, embedder=embedder)
+            return HybridScorer(graph, params, embedder=embedder)
         return hybrid
     if hasattr(spec, "scores") and not isinstance(spec, type):
         return lambda graph: spec
@@ -223,8 +240,9 @@ class Store:
 
     def __init__(self, path: Path, *, scorer=None, embedder=None, fsync: bool = True,
                  use_cache: bool = True, use_index: bool = True, lazy: bool = False,
-                 journal: Journal | None = None):
+                 journal: Journal | None = None, params=None):
         self.path = Path(path)
+        self.params = params  # hybrid-v1's HybridParams (None: the defaults)
         # the file journal, or another implementation of its interface (journal_pg)
         self.journal = journal if journal is not None else Journal(self.path)
         self.cache_path = self.path.with_suffix(".cache")
@@ -232,7 +250,7 @@ class Store:
         self.use_cache = use_cache
         self._scorer_arg = scorer
         self._embedder = embedder
-        self.scorer_factory = scorer_factory(scorer, embedder)
+        self.scorer_factory = scorer_factory(scorer, embedder, params)
         self._mutex = threading.RLock()
         self._writing = False
         self.offset = 0
@@ -285,7 +303,8 @@ class Store:
             use_index = str(gcfg.get("index", "on")).strip().lower() not in (
                 "off", "false", "no", "0")
         store = cls(Path(path), scorer=scorer, embedder=embedder, fsync=fsync,
-                    use_cache=use_cache, use_index=use_index, lazy=lazy, journal=journal)
+                    use_cache=use_cache, use_index=use_index, lazy=lazy, journal=journal,
+                    params=hybrid_params(gcfg))
         try:
             store._load()
         except BaseException:
@@ -320,7 +339,7 @@ class Store:
         if self._index_search is None or self._index_search.index is not self.index:
             from .search import IndexSearch
 
-            self._index_search = IndexSearch(self.index)
+            self._index_search = IndexSearch(self.index, params=self.params)
         return self._index_search
 
     @property

@@ -1,10 +1,23 @@
-"""hybrid-v1's words: lowercase ASCII alphanumerics, English stopwords dropped, a light
-stemmer; relative time expressions. Pure Python (no numpy), so the on-disk
-index (``index.py``) tokenises with exactly the rules the scorer uses."""
+"""hybrid-v1's words: lowercase ASCII alphanumerics, English stopwords dropped, the
+Snowball English stemmer (Porter2, through PyStemmer); relative time expressions. No
+numpy, so the on-disk index (``index.py``) tokenises with exactly the rules the scorer
+uses: a change of these rules is a change of the index's format (``index.SCHEMA``).
+
+Why Snowball (issue 25): the light suffix stripper it replaces folded plurals, -ing and
+-ed only, so "tracing" never met "traces", "connection" never met "connect", "lately"
+never met "late". Snowball is the maintained stemmer search engines use (Lucene,
+SQLite's and PostgreSQL's full-text search); PyStemmer is its C implementation, one small
+wheel with no dependency, so a word costs a dictionary look-up once memoised.
+"""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+import Stemmer
+
+STEMMER = "snowball-english"  # the name recorded beside the index format
+_SNOWBALL = Stemmer.Stemmer("english")
 
 # English function words, contractions split at the apostrophe, and chat fillers.
 STOPWORDS = frozenset(
@@ -35,22 +48,11 @@ _WORD_OR_NUL = re.compile(r"[a-z0-9]+|\x00")
 
 
 def stem(word: str) -> str:
-    """Fold common English inflections: plural s/ies, -ing, -ed (light, rule based)."""
+    """The Snowball English stem of one lowercase word (numbers and words of 3 letters
+    or fewer are kept as they are: "ran", "api", "k8s" mean what they say)."""
     if len(word) <= 3 or word.isdigit():
         return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("sses"):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix, min_len in (("ing", 6), ("ed", 5)):
-        if word.endswith(suffix) and len(word) >= min_len:
-            word = word[: -len(suffix)]
-            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]
-            return word
-    return word
+    return _SNOWBALL.stemWord(word)
 
 
 _STEMS: dict[str, str | None] = {w: None for w in STOPWORDS}  # word -> stem, None = stopword
@@ -99,3 +101,13 @@ class HybridParams:
     # bench/locomo_recall.py's benchmark-built HybridIndex rows name speakers and pass 0.5.
     entity: float = 0.0
     temporal: float = 0.3
+    # A turn's episode holds the person's own words, and the cluster and neighbour signals
+    # of its session lift it further; a saved fact (a memory node, a pitfall) has neither.
+    # So a message that merely mentioned a fact's words ranked above the fact it saved
+    # (issue 25). An episode's score is multiplied by this: between episodes nothing
+    # changes (LoCoMo through the loop stores only episodes), against a fact of about the
+    # same match the fact comes first. The agent's recall paths apply it (``search.py``,
+    # ``HybridScorer``); ``HybridIndex`` knows no kinds. ``memory.graph.episode_weight``;
+    # below 1 it also lets a fact outrank the message that saved it (``results.lift_saved``),
+    # 1 is the rule before issue 25.
+    episode: float = 0.8
