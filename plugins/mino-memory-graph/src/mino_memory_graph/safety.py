@@ -8,9 +8,10 @@ The filter refuses, by pattern:
 - instruction-like text: override phrases ("ignore previous instructions"), persona
   changes ("you are now ..."), standing orders ("before any work, run ...", "every
   session must ..."), attempts to skip the user ("without asking", "do not tell the user");
-- secret-bearing text: API keys and tokens of the common shapes, private key blocks,
-  ``password=...``-style assignments, bearer tokens, JWTs, long random-looking strings,
-  and requests to send data to a URL;
+- claims of authority the text cannot have: "approved by the user", "the user
+  authorized ...", flags that switch checks off (``--trust-all``, ``--dangerously-...``):
+  text the model wrote is never the person's approval;
+- requests to send data to a URL;
 - curl-to-shell: a download piped into an interpreter, ``bash <(curl ...)``, ``eval
   "$(curl ...)"``;
 - invisible or lookalike characters: control, zero-width, direction-changing, private-use
@@ -21,8 +22,13 @@ The filter refuses, by pattern:
   image links that carry data in their query string.
 
 It errs on the side of refusing: a refused item is simply not stored, and the user is told
-how many were refused and why. ``redact(text)`` replaces secret-shaped strings with
-``[redacted]``; the reflection's input is redacted before it leaves the machine.
+how many were refused and why. Secrets are not a reason to refuse: ``redact(text)``
+replaces each secret (``mino_core.secret_scan``: the one token, not the line) with
+``[redacted]``, so a fix keeps its flags (issue 25: ``NODE_OPTIONS=--max-old-space-size=4096``
+was once dropped whole). The reflection's input is redacted before it leaves the machine,
+every journal write is redacted (``store.Request.apply``), and ``shown(text)`` filters,
+redacts and escapes every recalled text again when a block is rendered: a line another
+program, a teammate or an import wrote passes the same checks as our own.
 """
 from __future__ import annotations
 
@@ -55,26 +61,23 @@ INSTRUCTION = [
                r"approval|safety|guard)s?\b", _I),
     re.compile(r"\b(save|store|add|write)\b[^.\n]{0,30}\b(to|in|into) (your|the) memory\b", _I),
 ]
-
-SECRET = [
-    re.compile(r"\bsk-(live-|proj-|ant-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}\b"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}\b"),
-    re.compile(r"\b(sk|pk|rk)_(live|test)_[A-Za-z0-9]{16,}\b"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    re.compile(r"\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{16,}", _I),
-    re.compile(r"\b(password|passwd|pwd|passphrase|secret|api[_ -]?key|access[_ -]?key|"
-               r"auth[_ -]?token|token|client[_ -]?secret|private[_ -]?key)\b\s*(is|[:=])\s*"
-               r"['\"]?[^\s'\"]{6,}", _I),
-    re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", _I),  # credentials in a URL
+# Text that claims the person's authority: a remembered line is never an approval.
+AUTHORITY = [
+    re.compile(r"\b(approved|authori[sz]ed|confirmed|allowed|permitted|sanctioned|okay(ed)?|ok'?d|"
+               r"signed off|requested|mandated)\s+(it\s+)?by\s+(the\s+)?(user|owner|admin|"
+               r"administrator|operator|maintainer|human|person|developer)s?\b", _I),
+    re.compile(r"\b(the\s+)?(user|owner|human|person|operator)\s+(has\s+|had\s+|already\s+)*"
+               r"(approved|authori[sz]ed|allowed|permitted|consented|agreed|confirmed|"
+               r"pre-?approved|signed off)\b", _I),
+    re.compile(r"\b(with|has|have|got)\s+(the\s+)?(user'?s?|owner'?s?|explicit|prior|standing|"
+               r"full)\s+(approval|permission|consent|authori[sz]ation|blessing)\b", _I),
+    re.compile(r"\b(pre-?approved|user-approved|auto-?approved?|already approved|always approved)\b",
+               _I),
+    re.compile(r"(^|\s)--?(trust-all|trust-everything|dangerously[\w-]*|no-sandbox|"
+               r"disable-sandbox|allow-all|skip-permissions?|bypass[\w-]*|yolo|no-confirm|"
+               r"unsafe-perm)\b", _I),
 ]
-# A long run of letters and digits mixing both, such as a token with no known prefix.
-_LONG_RANDOM = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
+
 EXFILTRATION = re.compile(
     r"\b(send|post|upload|forward|exfiltrate|leak|email|paste)\b[^\n]{0,80}?\b(to|at)\s+"
     r"(https?://|\S+@\S+\.\w+)", _I)
@@ -133,17 +136,6 @@ def _char_problem(text: str) -> str | None:
     return None
 
 
-def _looks_random(token: str) -> bool:
-    letters = sum(c.isalpha() for c in token)
-    digits = sum(c.isdigit() for c in token)
-    if digits < 4 or letters < 4:
-        return False
-    upper = sum(c.isupper() for c in token)
-    lower = sum(c.islower() for c in token)
-    # A path or a slug is mostly lower case words; a token mixes cases and digits.
-    return upper >= 3 and lower >= 3 or digits >= 8
-
-
 def refusal(text: str) -> str | None:
     """Why ``text`` must not be written to memory, or None when it may be."""
     if not text:
@@ -154,12 +146,6 @@ def refusal(text: str) -> str | None:
     for rx in CURL_TO_SHELL:
         if rx.search(text):
             return "a download piped into a shell (curl-to-shell)"
-    for rx in SECRET:
-        if rx.search(text):
-            return "something that looks like a secret (key, token, password)"
-    for m in _LONG_RANDOM.finditer(text):
-        if _looks_random(m.group(0)):
-            return "a long random-looking string (possibly a secret)"
     if EXFILTRATION.search(text):
         return "a request to send data somewhere"
     for rx in MARKUP:
@@ -168,7 +154,18 @@ def refusal(text: str) -> str | None:
     for rx in INSTRUCTION:
         if rx.search(text):
             return "instruction-like text (an order to the assistant, not a fact)"
+    for rx in AUTHORITY:
+        if rx.search(text):
+            return "a claim of the user's approval or a flag that turns checks off"
     return None
+
+
+def secret_warning(text: str) -> str | None:
+    """"a secret (...)" when ``text`` holds one (for a confirmation's warning), else None."""
+    from mino_core.secret_scan import find_secrets
+
+    found = find_secrets(text or "")
+    return f"a secret ({found[0][2]}), which is saved as {REDACTED}" if found else None
 
 
 REDACTED = "[redacted]"
@@ -186,12 +183,57 @@ def observed(text: str, placeholder: str = "[not kept: {why}]") -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with secret-shaped strings replaced by ``[redacted]``."""
+    """``text`` with each secret replaced by ``[redacted]`` (``mino_core.secret_scan``)."""
     if not text:
         return text
-    for rx in SECRET:
-        text = rx.sub(REDACTED, text)
-    return _LONG_RANDOM.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), text)
+    from mino_core.secret_scan import redact_secrets
+
+    return redact_secrets(text)
+
+
+# The fields of a journal operation that hold text (ops.py); ids, kinds and numbers never do.
+OP_TEXT_FIELDS = ("label", "key", "value", "new_key", "new_value", "detail")
+_OP_CACHE: dict[str, str] = {}  # the same short texts recur (log kinds, "ok", ids)
+
+
+def _redacted_cached(text: str) -> str:
+    hit = _OP_CACHE.get(text)
+    if hit is None:
+        hit = redact(text)
+        if len(text) <= 256:
+            if len(_OP_CACHE) >= 4096:
+                _OP_CACHE.clear()
+            _OP_CACHE[text] = hit
+    return hit
+
+
+def redact_op(body: dict) -> dict:
+    """A journal operation's body with its texts redacted (the same dict when nothing
+    changes, so the common case copies nothing). A ``PushContext`` chunk's note too."""
+    out = body
+    for key in OP_TEXT_FIELDS:
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            clean = _redacted_cached(value)
+            if clean != value:
+                if out is body:
+                    out = dict(body)
+                out[key] = clean
+    chunk = body.get("chunk")
+    note = chunk.get("note") if isinstance(chunk, dict) else None
+    if isinstance(note, str) and note and _redacted_cached(note) != note:
+        out = dict(out) if out is body else out
+        out["chunk"] = {**chunk, "note": _redacted_cached(note)}
+    return out
+
+
+def shown(text: str, placeholder: str = "[not shown: {why}]") -> str:
+    """A recalled text as a block shows it: secrets redacted, colour codes dropped, a
+    placeholder where the filter refuses it, and what is left escaped (``escape``) so no
+    invisible character, line break or markup-like tag reaches the model unseen. Applied at
+    recall time to everything, whoever wrote it and whenever: a journal line written by
+    another program, a teammate or an import, or before a filter existed, passes here too."""
+    return escape(observed(text, placeholder))
 
 
 def escape(value: str) -> str:
