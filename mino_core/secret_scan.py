@@ -218,7 +218,7 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
         for w in word.finditer(text, lo, hi):
             whole = w.group(0).strip("'\"()[]{}<>,;.`")
             if (whole.startswith("-") or "=" in whole or "(" in whole or _DATE.match(whole) or _EMAIL.match(whole)
-                    or "://" in whole or (_HEXISH.match(whole) and len(whole) < 16)):
+                    or "://" in whole or _HEXISH.match(whole)):
                 continue
             for piece in re.finditer(r"[^/:\s]+(?:/[^/:\s]+)*", w.group(0)):
                 p = piece.group(0)
