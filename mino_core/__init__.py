@@ -16,6 +16,7 @@ _EXPORTS = {
     "ToolOutcome": "turn_data", "TurnInfo": "turn_data", "TurnRecord": "turn_data", "visible": "confirm",
     "load_yaml": "yaml_safe",
     "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
+    "find_secrets": "secret_scan", "redact_secrets": "secret_scan",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -40,3 +41,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write
     from .session import Session
+    from .secret_scan import find_secrets, redact_secrets

@@ -66,7 +66,8 @@ _SECRET_WORDS = _STRONG | {"secret", "token", "apikey", "credential", "credentia
 _KEY_QUALIFIERS = {"api", "access", "secret", "private", "encryption", "signing", "account",
                    "master", "client", "auth", "license", "app", "x"}
 _PROSE_WORDS = (r"passwords?|passwd|passphrase|pwd|pw|pass|creds|credentials?|login|log in|"
-                r"sign in|username|user|account|secret|token|api key|access key|key")
+                r"logged in|sign in|signed in|username|user|account|admin|root|secret|token|"
+                r"api key|access key|key")
 
 _REFERENCE = re.compile(r"^(?:\$|%|<%|\{\{|os\.|getenv|env\b|ENV\[|process\.env|settings\.|"
                         r"config\.|vault:|secret:|ref\+|!|\*+$|x+$|<[^>]*>$|\.\.\.$)", re.I)
@@ -102,7 +103,12 @@ def _compiled():
                         re.I)
     word = re.compile(r"\S+")
     entropy = re.compile(r"[A-Za-z0-9+/=_.:,;-]{20,}")
-    return provider, url, assignment, flag, prose, quoted, word, entropy
+    # "the api key for X is 249f8d...": a long hex value stated for a secret word (hex
+    # alone, near a weaker word such as "user", is an id: a session, a commit)
+    stated = re.compile(r"(?<![\w-])(?:passwords?|passwd|passphrase|pwd|pw|pass|secret|token|"
+                        r"api key|access key|key)(?![\w-])[^.;\n]{0,40}?(?:\bis|:|=)\s+"
+                        r"(?P<value>[0-9a-fA-F]{20,})\b", re.I)
+    return provider, url, assignment, flag, prose, quoted, stated, word, entropy
 
 
 def _parts(name: str) -> list[str]:
@@ -185,7 +191,7 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     """Spans ``(start, end, detector)`` of the secrets in ``text``, in order, not overlapping."""
     if not text:
         return []
-    provider, url, assignment, flag, prose, quoted, word, entropy = _compiled()
+    provider, url, assignment, flag, prose, quoted, stated, word, entropy = _compiled()
     spans: list[tuple[int, int, str]] = []
     for rx in provider:
         spans.extend((m.start(), m.end(), "provider") for m in rx.finditer(text))
@@ -207,6 +213,8 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
             at = m.end()
         else:  # the value may itself start the next assignment (host:_password=...)
             at = m.start(group)
+    for m in stated.finditer(text):
+        spans.append((m.start("value"), m.end("value"), "prose"))
     for m in quoted.finditer(text):
         if not _REFERENCE.match(m.group("value")):
             spans.append((m.start("value"), m.end("value"), "prose"))

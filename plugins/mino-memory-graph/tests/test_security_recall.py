@@ -221,3 +221,88 @@ def test_a_teammates_memory_in_the_shared_journal_says_it_came_from_a_teammate(
             reflect="off", extra=extra)
     assert r.returncode == 0, r.stderr
     assert scripted_server.failures == []
+
+
+# -- issue 25 item 5: a story with secrets leaves none in memory ---------------------------
+
+PASSWORD = "Tr0ub4dor-Staging-7"
+DB_PW = "pg9Lmx2Q"
+TOKEN = "ghp_" + "Zq7LmX2vK9pW4rT8yB3nC6hJ1sD5fG0aQeRt"
+FIX = "NODE_OPTIONS=--max-old-space-size=4096 sh build.sh"
+SECRETS = (PASSWORD, DB_PW, TOKEN)
+
+
+def _holding(home, secrets=SECRETS):
+    """Every file under ``home`` (binary ones too: the cache, the index) that holds one of
+    ``secrets``, relative to the home."""
+    found = {}
+    for path in sorted(home.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            hits = [s for s in secrets if s.encode() in data]
+            if hits:
+                found[str(path.relative_to(home))] = hits
+    return found
+
+
+def test_a_story_with_secrets_leaves_none_under_the_home_but_keeps_the_fix(run, scripted_server):
+    (run.project / "build.sh").write_text(
+        'if [ -z "$NODE_OPTIONS" ]; then echo "FATAL ERROR: heap out of memory (token '
+        f'{TOKEN})"; exit 1; fi; echo built\n')
+    reflection = {"facts": [{"scope": "project", "key": "staging admin",
+                             "value": f"admin / {PASSWORD}", "source": "user"},
+                            {"scope": "project", "key": "database",
+                             "value": f"postgres://app:{DB_PW}@db.internal/app",
+                             "source": "observed"}],
+                  "episode": {"goal": "fix the staging build", "outcome": "done",
+                              "done": f"logged in as admin / {PASSWORD}"},
+                  "fixes": [{"problem": "sh build.sh failed: FATAL ERROR: heap out of memory",
+                             "fix": FIX}], "skill": None}
+    scripted_server.add(bash(f"export DATABASE_URL=postgres://app:{DB_PW}@db.internal/app "
+                             "&& sh build.sh"),
+                        bash(FIX),
+                        {"text": "Built."},
+                        {"text": json.dumps(reflection)})
+    first = run("-p", f"admin creds, admin / {PASSWORD}. The staging build fails, fix it")
+    assert first.returncode == 0, first.stderr
+    scripted_server.add({"require": [FIX, "[redacted]"], "forbid": list(SECRETS),
+                         "text": "Set NODE_OPTIONS first."})
+    second = run("-p", "the staging build fails with heap out of memory again, how did we fix it?")
+    assert second.returncode == 0, second.stderr
+    assert scripted_server.failures == []
+    # Memory holds none of them: journal, index, cache, config. The session logs (the
+    # conversation as it was, kept for --resume, 0600) are the only files that may.
+    held = _holding(run.home)
+    assert held and all(f.startswith("sessions/") for f in held), held
+
+
+def test_the_files_backend_saves_a_memory_without_its_secret(tmp_path, scripted_server):
+    import subprocess
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    env = isolated_env(home)
+    env.update(MINO_BASE_URL=scripted_server.base_url, MINO_PROJECT=str(project),
+               MINO_PLUGINS="mino.policy,mino.skills,mino-memory-files")
+    save = {"name": "staging-login", "type": "reference", "mode": "create",
+            "summary": f"Staging admin login: admin / {PASSWORD}",
+            "details": f"DATABASE_URL=postgres://app:{DB_PW}@db.internal/app\n"}
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": save}]},
+                        {"text": "Saved."})
+    r = subprocess.run([MINO, "--mode", "bypass", "-p", "remember the staging login"],
+                       env=env, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    saved = (home / "memory" / "staging-login.md").read_text()
+    assert "summary: 'Staging admin login: admin / [redacted]'" in saved or \
+        "summary: Staging admin login: admin / [redacted]" in saved, saved
+    assert "postgres://app:[redacted]@db.internal/app" in saved
+    scripted_server.add({"require": "staging-login: Staging admin login: admin / [redacted]",
+                         "forbid": list(SECRETS), "text": "ok"})
+    r = subprocess.run([MINO, "-p", "what is the staging login?"], env=env,
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert scripted_server.failures == []
+    held = _holding(home)
+    assert all(f.startswith("sessions/") for f in held), held

@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import stat
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -40,6 +41,16 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
     | getattr(os, "O_CLOEXEC", 0)
 
 
+@lru_cache(maxsize=1024)  # the same summaries are rendered every turn
+def shown_summary(summary: str) -> str:
+    """A summary as the index shows it: secrets redacted and invisible characters escaped,
+    whoever wrote the file (a save the person approved, their own edit, another program).
+    The file keeps the text as written; only what reaches the model is filtered."""
+    from mino_core import redact_secrets, visible
+
+    return visible(redact_secrets(summary), lines=True).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def memory_dir(home: Path) -> Path:
     return Path(home) / "memory"
 
@@ -57,7 +68,7 @@ class Memory:
 
     def line(self) -> str:
         mark = " (+details)" if self.has_details else ""
-        return f"- [{self.type}] {self.name}: {self.summary}{mark}"
+        return f"- [{self.type}] {self.name}: {shown_summary(self.summary)}{mark}"
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def refusal(text: str) -> str | None:
 
 def secret_warning(text: str) -> str | None:
     """"a secret (...)" when ``text`` holds one (for a confirmation's warning), else None."""
-    from mino_core.secret_scan import find_secrets
+    from mino_core import find_secrets
 
     found = find_secrets(text or "")
     return f"a secret ({found[0][2]}), which is saved as {REDACTED}" if found else None
@@ -186,7 +186,7 @@ def redact(text: str) -> str:
     """``text`` with each secret replaced by ``[redacted]`` (``mino_core.secret_scan``)."""
     if not text:
         return text
-    from mino_core.secret_scan import redact_secrets
+    from mino_core import redact_secrets
 
     return redact_secrets(text)
 
