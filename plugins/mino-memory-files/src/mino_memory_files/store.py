@@ -43,12 +43,15 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 
 @lru_cache(maxsize=1024)  # the same summaries are rendered every turn
 def shown_summary(summary: str) -> str:
-    """A summary as the index shows it: secrets redacted and invisible characters escaped,
-    whoever wrote the file (a save the person approved, their own edit, another program).
-    The file keeps the text as written; only what reaches the model is filtered."""
-    from mino_core import redact_secrets, visible
+    """A summary as the index shows it (``mino_core.memory_filter.shown``, the filter the
+    graph's recall uses too): secrets redacted, a placeholder where the filter refuses the
+    text (markup such as ``</memory>``, an order to the assistant, invisible characters),
+    the rest escaped; whoever wrote the file (a save the person approved, their own edit,
+    another program). The file keeps the text as written; only what the model reads is
+    filtered."""
+    from mino_core.memory_filter import shown
 
-    return visible(redact_secrets(summary), lines=True).replace("\n", "\\n").replace("\t", "\\t")
+    return shown(summary, "[summary not shown: {why}; read the file to see it]")
 
 
 def memory_dir(home: Path) -> Path:
