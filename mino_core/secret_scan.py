@@ -31,6 +31,18 @@ from functools import lru_cache
 
 REDACTED = "[redacted]"
 
+
+class _Lazy:
+    """A pattern compiled on first use, so importing this module compiles nothing."""
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern, self.flags, self._rx = pattern, flags, None
+
+    def __getattr__(self, name):
+        if self._rx is None:
+            self._rx = re.compile(self.pattern, self.flags)
+        return getattr(self._rx, name)
+
 _PROVIDER = [
     r"\bsk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{20,}",
     r"\bsk-(?:proj-|live-|svcacct-)?[A-Za-z0-9_-]{20,}",
@@ -69,16 +81,16 @@ _PROSE_WORDS = (r"passwords?|passwd|passphrase|pwd|pw|pass|creds|credentials?|lo
                 r"logged in|sign in|signed in|username|user|account|admin|root|secret|token|"
                 r"api key|access key|key")
 
-_REFERENCE = re.compile(r"^(?:\$|%|<%|\{\{|os\.|getenv|env\b|ENV\[|process\.env|settings\.|"
+_REFERENCE = _Lazy(r"^(?:\$|%|<%|\{\{|os\.|getenv|env\b|ENV\[|process\.env|settings\.|"
                         r"config\.|vault:|secret:|ref\+|!|\*+$|x+$|<[^>]*>$|\.\.\.$)", re.I)
-_NUMBER = re.compile(r"^[+-]?\d+(?:\.\d+)?[a-z]{0,2}$", re.I)
-_VERSION = re.compile(r"^v?\d+(?:\.\d+)+(?:[-+][\w.+-]*)?$", re.I)
-_TICKET = re.compile(r"^[A-Z][A-Z0-9]+-\d+$")
-_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]{2,}$")  # NAME_OF_A_VAR, CLI
-_DATE = re.compile(r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:\.\d+)?Z?)?$|^\d\d:\d\d(?::\d\d)?$")
-_EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
-_HEXISH = re.compile(r"^[0-9a-fA-F]+$")
-_SRI = re.compile(r"\b(?:sha(?:1|256|384|512))[-:]", re.I)
+_NUMBER = _Lazy(r"^[+-]?\d+(?:\.\d+)?[a-z]{0,2}$", re.I)
+_VERSION = _Lazy(r"^v?\d+(?:\.\d+)+(?:[-+][\w.+-]*)?$", re.I)
+_TICKET = _Lazy(r"^[A-Z][A-Z0-9]+-\d+$")
+_CONSTANT = _Lazy(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]{2,}$")  # NAME_OF_A_VAR, CLI
+_DATE = _Lazy(r"^\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d)?(?:\.\d+)?Z?)?$|^\d\d:\d\d(?::\d\d)?$")
+_EMAIL = _Lazy(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
+_HEXISH = _Lazy(r"^[0-9a-fA-F]+$")
+_SRI = _Lazy(r"\b(?:sha(?:1|256|384|512))[-:]", re.I)
 _SPECIAL = set("!#$%^&*+=?~@")
 
 
