@@ -201,6 +201,12 @@ def _shown(line: str) -> str:
     return safety.shown(line)
 
 
+def shown_lines(text: str) -> list[str]:
+    """A node's state (or any recalled text) line by line as the model may read it: each
+    line through ``_shown`` (for the memory tools, which show the same texts)."""
+    return [_shown(ln) for ln in text.splitlines()]
+
+
 def _fact_line(key: str, value: str) -> str:
     return f"- {safety.shown(key)}: {safety.shown(value)}"
 
