@@ -193,7 +193,12 @@ def validate_save(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     except InvalidArguments as exc:
         raise InvalidArguments(f"Invalid memory_save arguments: {exc} Nothing was saved; fix "
                                "them and call memory_save again.") from None
-    return out
+    # Secrets never reach the journal: redacted here, so the confirmation shows what is
+    # saved (the journal's own filter in Request.apply would otherwise change it unseen).
+    from .safety import redact
+
+    return {k: redact(v) if isinstance(v, str) and k in ("key", "value", "label") else v
+            for k, v in out.items()}
 
 
 def _target(mem, args, identity: str) -> int | None:
@@ -240,7 +245,7 @@ def _check_node(mem, args) -> None:
 
 
 def preview_save(args: dict[str, Any], ctx: ToolContext) -> Preview:
-    from .safety import refusal
+    from .safety import REDACTED, refusal
 
     mem = _memory(ctx)
     mem.store.refresh()
@@ -271,6 +276,8 @@ def preview_save(args: dict[str, Any], ctx: ToolContext) -> Preview:
         fields.append(("Current value", current))
     fields.append(("Value", args["value"]))
     notes = [WARNING]
+    if any(REDACTED in (args.get(k) or "") for k in ("key", "value", "label")):
+        notes.append(f"Secrets in this memory were replaced by {REDACTED}; they are not saved.")
     for text in (args["key"], args["value"], args.get("label") or ""):
         why = refusal(text)
         if why:
