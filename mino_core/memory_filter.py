@@ -157,18 +157,23 @@ def shown(text: str, placeholder: str = "[not shown: {why}]") -> str:
     """A recalled text as a block shows it: ``observed`` (redacted, filtered) then escaped,
     so no invisible character, line break or markup-like tag reaches the model unseen.
     Applied at recall time to everything, whoever wrote it and whenever."""
-    return escape(observed(text, placeholder))
+    return escape(observed(text, placeholder), backslash=False)
 
 
-def escape(value: str) -> str:
-    """Show every invisible character as an escape (for notices printed to a terminal)."""
+def escape(value: str, backslash: bool = True) -> str:
+    """Show every invisible character as an escape (for notices printed to a terminal).
+    ``backslash=False`` keeps backslashes as they are (text the model reads: a command's
+    ``\\d`` stays a command; an escape mino wrote cannot be told from one in the text, which
+    only matters to a person reading a terminal)."""
+    if value.isprintable() and (not backslash or "\\" not in value):
+        return value  # the common case: nothing to show differently
     out = []
     for ch in value:
         if ch == "\n":
             out.append("\\n")
-        elif ch == "\\":
+        elif ch == "\\" and backslash:
             out.append("\\\\")
-        elif ch == " " or unicodedata.category(ch)[0] not in "CZ":
+        elif ch == " " or ch == "\\" or unicodedata.category(ch)[0] not in "CZ":
             out.append(ch)
         else:
             out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
