@@ -49,21 +49,26 @@ def validate_read(args: dict, ctx: ToolContext) -> dict:
 # or one endless line, costs the same as a small one).
 LINE_BYTES = LINE_CHARS * 4 + 1  # enough bytes for LINE_CHARS characters of UTF-8, and one more
 SKIP_CHUNK = 64 * 1024  # the rest of a clipped line is read and dropped in pieces this size
+SKIP_MAX = 16 * 1024 * 1024  # a clipped line longer than this ends the reading
 COUNT_BYTES = 2_000_000  # the lines after the shown ones are counted only in files up to this size
 
 
-def _line(handle) -> tuple[bytes, bool] | None:
-    """The next line without its end (at most LINE_BYTES of it) and whether more of it was
-    dropped; None at the end of the file."""
+def _line(handle) -> tuple[bytes, bool, bool] | None:
+    """The next line without its end (at most LINE_BYTES of it), whether more of it was
+    dropped, and whether its end was reached (a line over SKIP_MAX is not read to its end);
+    None at the end of the file."""
     head = handle.readline(LINE_BYTES)
     if not head:
         return None
     if head.endswith(b"\n") or len(head) < LINE_BYTES:
-        return head.rstrip(b"\n").removesuffix(b"\r"), False
-    while True:  # a longer line: skip to its end without keeping it
+        return head.rstrip(b"\n").removesuffix(b"\r"), False, True
+    skipped = 0
+    while skipped < SKIP_MAX:  # a longer line: skip to its end without keeping it
         rest = handle.readline(SKIP_CHUNK)
         if not rest or rest.endswith(b"\n"):
-            return head, True
+            return head, True, True
+        skipped += len(rest)
+    return head, True, False
 
 
 def _lines_left(handle) -> int:
@@ -87,19 +92,23 @@ def run_read(args: dict, ctx: ToolContext) -> ToolResult:
         first = max(int(args.get("offset") or 1), 1)  # 1-based line number; 0 means the start
         limit = int(args.get("limit") or _cap(ctx, "read_lines", READ_LINES))
         budget = _cap(ctx, "read_bytes", READ_BYTES)
-        number = 0
-        while number < first - 1 and _line(handle) is not None:
-            number += 1
-        out, used, last, capped, more = [], 0, first - 1, False, False
-        while True:
+        number, endless = 0, False
+        while number < first - 1 and not endless:
             got = _line(handle)
             if got is None:
                 break
+            number += 1
+            endless = not got[2]
+        out, used, last, capped, more = [], 0, first - 1, False, False
+        while not endless:
             if number + 1 >= first + limit:
-                more = True
+                more = bool(handle.read(1))  # a peek: the next line itself is not read
+                break
+            got = _line(handle)
+            if got is None:
                 break
             number += 1
-            raw, clipped = got
+            raw, clipped, endless = got[0], got[1], not got[2]
             line = raw.decode("utf-8", errors="replace")
             if clipped or len(line) > LINE_CHARS:
                 line = line[:LINE_CHARS] + f" [... line clipped at {LINE_CHARS} characters]"
@@ -107,10 +116,16 @@ def run_read(args: dict, ctx: ToolContext) -> ToolResult:
             if used + len(text) + 1 > budget and out:
                 capped = more = True
                 number -= 1
+                endless = False  # not shown: the next call starts at this line
                 break
             out.append(text)
             used += len(text) + 1
             last = number
+        if endless:
+            out.append(f"[Stopped: line {number} goes on past {SKIP_MAX // (1024 * 1024)} MiB; "
+                       "what follows it is not read. Use Bash (head -c, tail -c) to look "
+                       "further into this file.]")
+            return ToolResult.completed("\n".join(out))
         if number == 0 and not out and not more:
             return ToolResult.completed(f"{shown_path} is empty.")
         if not out and not more:
