@@ -69,9 +69,12 @@ class Memory:
     def has_details(self) -> bool:
         return bool(self.details.strip())
 
-    def line(self) -> str:
+    def line(self, filtered: bool = True) -> str:
+        """The index line; ``filtered=False`` for the person's own listing (``mino memory
+        list``), which shows the file's text escaped rather than withheld."""
         mark = " (+details)" if self.has_details else ""
-        return f"- [{self.type}] {self.name}: {shown_summary(self.summary)}{mark}"
+        summary = shown_summary(self.summary) if filtered else self.summary
+        return f"- [{self.type}] {self.name}: {summary}{mark}"
 
 
 @dataclass(frozen=True)
