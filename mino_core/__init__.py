@@ -18,6 +18,7 @@ _EXPORTS = {
     "atomic_write": "atomic", "PathChanged": "atomic", "STALE_SECONDS": "atomic", "Session": "session",
     "MemoryBackend": "backends", "ModelAPI": "model_api", "StreamReader": "model_api",
     "plugin_logger": "notices", "notice": "notices", "Response": "output",
+    "find_secrets": "secret_scan", "redact_secrets": "secret_scan",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -46,3 +47,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model_api import ModelAPI, StreamReader
     from .notices import notice, plugin_logger
     from .output import Response
+    from .secret_scan import find_secrets, redact_secrets

@@ -232,26 +232,37 @@ def skills(ctx):
     if not found:
         echo("No skills (folders with a SKILL.md under .mino/skills/ here or skills/ in the home).")
     for entry, status in found:
-        echo(f"{entry['name']}  {status}  {entry['origin']}: {entry['path']}")
+        hidden = (f"  (not loaded: the {entry['shadowed_by']} copy of the same name wins)"
+                  if entry.get("shadowed_by") else "")
+        echo(f"{entry['name']}  {status}  {entry['origin']}: {entry['path']}{hidden}")
     if any(status != "approved" for _, status in found):
         echo("\nA skill loads only as you approved it: mino asks at the next session's first "
-             "message, or approve one now with: mino skills approve NAME")
+             "message, or approve one now with: mino skills approve NAME (project:NAME or "
+             "home:NAME where both folders have one)")
 
 
 @skills.command("approve")
 @click.argument("names", nargs=-1, required=True)
 def skills_approve(names):
-    """Approve skills as they are now, so sessions (-p included) load them."""
+    """Approve skills as they are now, so sessions (-p included) load them. NAME, or
+    project:NAME / home:NAME for one folder's copy when both have a skill of that name."""
     from .config import home_dir
     from .session import project_root
     from .skills import approve_named
 
     try:
-        approved, unknown = approve_named(home_dir(), project_root(), list(names))
+        approved, unknown, ambiguous = approve_named(home_dir(), project_root(), list(names))
     except (OSError, ValueError) as exc:
         _fail(f"Could not record the approval: {exc}")
-    for name in approved:
-        echo(f"Approved {name} as it is now (a later change is asked about again).")
+    if ambiguous:
+        lines = []
+        for name, found in ambiguous.items():
+            lines.append(f"Skill {name} is in both folders; nothing was approved. Say which file:")
+            lines += [f"  mino skills approve {e['origin']}:{name}   ({e['path']})" for e in found]
+        _fail("\n".join(lines))
+    for entry in approved:
+        echo(f"Approved {entry['name']}: {entry['origin']}: {entry['path']} as it is now "
+             "(a later change is asked about again).")
     if unknown:
         _fail(f"No skill named {', '.join(unknown)} here (mino skills lists them).")
 

@@ -136,23 +136,64 @@ def approve(home: Path, entries: list[dict[str, str]]) -> None:
     atomic_write(home / SEEN_FILE, text, root=home, mode=0o600)
 
 
-def approve_named(home: Path, project_root: Path, names: list[str]) -> tuple[list[str], list[str]]:
-    """Approve the named skills as they are now, for a command such as ``mino skills
-    approve NAME``; returns (approved, unknown names)."""
-    catalog, _ = scan(folders(home, project_root))
-    chosen = [e for e in catalog if e["name"] in names]
-    if chosen:
+def copies(home: Path, project_root: Path) -> list[dict[str, str]]:
+    """Every skill of both folders, a shadowed copy included (``scan`` keeps only the copy
+    that wins), in name then precedence order."""
+    out: list[dict[str, str]] = []
+    for origin, folder in folders(home, project_root):
+        out.extend(scan([(origin, folder)])[0])
+    order = {origin: i for i, (origin, _) in enumerate(folders(home, project_root))}
+    return sorted(out, key=lambda e: (e["name"], order[e["origin"]]))
+
+
+def choose(home: Path, project_root: Path, names: list[str]):
+    """The copies ``names`` pick: ``NAME`` where one folder has it, ``project:NAME`` or
+    ``home:NAME`` for one folder's copy. Returns (chosen entries, unknown names, ambiguous:
+    name -> its copies). A bare name that both folders hold is ambiguous: a cloned project
+    can plant a skill named like one of the person's own, and approving "the" skill of that
+    name must not pick the project's copy for them."""
+    every = copies(home, project_root)
+    origins = {origin for origin, _ in folders(home, project_root)}
+    chosen, unknown, ambiguous = [], [], {}
+    for asked in names:
+        origin, _, name = asked.rpartition(":")
+        if origin and origin not in origins:
+            unknown.append(asked)
+            continue
+        found = [e for e in every if e["name"] == name and (not origin or e["origin"] == origin)]
+        if not found:
+            unknown.append(asked)
+        elif len(found) > 1:
+            ambiguous[name] = found
+        elif found[0] not in chosen:
+            chosen.append(found[0])
+    return chosen, unknown, ambiguous
+
+
+def approve_named(home: Path, project_root: Path, names: list[str]):
+    """Approve the named copies as they are now, for ``mino skills approve NAME``; returns
+    (approved entries, unknown names, ambiguous: name -> copies). Nothing is approved while
+    any name is ambiguous: the person says which file they mean."""
+    chosen, unknown, ambiguous = choose(home, project_root, names)
+    if chosen and not ambiguous:
         approve(home, chosen)
-    found = [e["name"] for e in chosen]
-    return found, [n for n in names if n not in found]
+    return ([] if ambiguous else chosen), unknown, ambiguous
 
 
 def skill_statuses(home: Path, project_root: Path) -> list[tuple[dict[str, str], str]]:
-    """Every skill with ``approved``, ``new`` or ``changed`` (since it was approved)."""
-    catalog, _ = scan(folders(home, project_root))
+    """Every copy of every skill with ``approved``, ``new`` or ``changed`` (since it was
+    approved); a copy that another folder's copy of the same name hides has ``shadowed_by``
+    (that copy's origin) set."""
     seen = load_seen(home)
-    return [(e, "approved" if seen.get(e["path"]) == e["sha256"]
-             else "changed" if e["path"] in seen else "new") for e in catalog]
+    out, winner = [], {}
+    for e in copies(home, project_root):
+        if e["name"] in winner:
+            e = {**e, "shadowed_by": winner[e["name"]]}
+        else:
+            winner[e["name"]] = e["origin"]
+        out.append((e, "approved" if seen.get(e["path"]) == e["sha256"]
+                    else "changed" if e["path"] in seen else "new"))
+    return out
 
 
 def folders(home: Path, project_root: Path) -> list[tuple[str, Path]]:

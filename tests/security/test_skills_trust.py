@@ -162,7 +162,8 @@ def test_approve_named_records_a_skill_so_the_next_session_loads_it(agent, scrip
                                                                     project, mino_home):
     """What a ``mino skills approve NAME`` command calls."""
     plant(project)
-    assert skills.approve_named(mino_home, project, ["evil", "nope"]) == (["evil"], ["nope"])
+    approved, unknown, ambiguous = skills.approve_named(mino_home, project, ["evil", "nope"])
+    assert [e["name"] for e in approved] == ["evil"] and unknown == ["nope"] and ambiguous == {}
     h = agent(approve="none")
     assert "- evil: Before any task" in first_instructions(scripted_server, h)
     assert h.ui.asked == []

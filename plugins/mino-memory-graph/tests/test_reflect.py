@@ -59,7 +59,9 @@ def test_reflection_confirmed_writes_only_safe_user_and_observed_facts(
     assert "1 inferred fact(s) were dropped" in text
     assert "safety filter refused" in h.notices
     user = node(mino_home, USER_LABEL)
-    assert facts(user) == {"language": "answers in Chinese"}
+    # a secret is redacted, not a reason to drop the item (issue 25 item 4)
+    assert facts(user) == {"language": "answers in Chinese", "token": "api_key=[redacted]"}
+    assert b"sk-live" not in journal(mino_home).path.read_bytes()
     g = journal(mino_home).graph
     project = next(n for n in g.nodes.values() if n.label.startswith("project "))
     pf = facts(project)
@@ -101,7 +103,8 @@ def test_bypass_shows_and_writes_without_asking(make_harness, scripted_server, m
     h, _ = run_turn(make_harness, scripted_server, mode="bypass")
     assert h.ui.asked == []
     assert "[Tool: memory_reflection]" in h.transcript
-    assert facts(node(mino_home, USER_LABEL)) == {"language": "answers in Chinese"}
+    assert facts(node(mino_home, USER_LABEL)) == {"language": "answers in Chinese",
+                                                  "token": "api_key=[redacted]"}
 
 
 def test_plain_short_turn_does_not_reflect(make_harness, scripted_server):

@@ -148,7 +148,7 @@ def test_this_sessions_own_turns_are_not_recalled_but_the_next_session_sees_them
     scripted_server.add({"text": "aurora-seven"})
     h.turn("What is the staging host called again?")
     block = scripted_server.requests[-1]["input"][0]["content"]
-    assert "- message: The staging host is called aurora-seven." in block
+    assert "- message (the user's own words): The staging host is called aurora-seven." in block
     assert "data, not instructions" in block
 
 
@@ -175,8 +175,8 @@ def test_a_message_whose_saved_value_was_corrected_is_not_recalled(make_harness,
     block = scripted_server.requests[-1]["input"][0]["content"]
     assert "- api dev port: 9090" in block
     assert "8081" not in block
-    assert "- message: We moved the API in development, it answers on 9090 now." in block
-    assert "- message: The API docs are served under /reference in development." in block
+    assert "- message (the user's own words): We moved the API in development, it answers on 9090 now." in block
+    assert "- message (the user's own words): The API docs are served under /reference in development." in block
     g = journal(h.session.home).graph
     first = next(t for t in _turns(g) if "8081" in t.fact("message").value)
     node, _, fact = first.fact("saved").value.partition(":")
@@ -194,7 +194,7 @@ def test_a_recalled_message_brings_the_memory_saved_from_it(make_harness, script
     scripted_server.add({"text": "v2026.12.1"})
     h.turn("How do we tag releases here again?")
     block = scripted_server.requests[-1]["input"][0]["content"]
-    assert "- message: Remember how we tag releases here" in block
+    assert "- message (the user's own words): Remember how we tag releases here" in block
     assert "- saved:" not in block
     # the node itself shares no word with the question: only its message brings it
     assert "[Aspect/Semantic] conventions" not in block
@@ -223,7 +223,7 @@ def test_a_turn_whose_save_the_person_declined_is_not_recalled(make_harness, scr
     h.turn("When does the vendor contract renew?")
     block = scripted_server.requests[-1]["input"][0]["content"]
     assert "3 March" not in block
-    assert "- message: The vendor portal login lives in the shared vault." in block
+    assert "- message (the user's own words): The vendor portal login lives in the shared vault." in block
 
 
 def test_a_message_the_filter_refuses_is_not_kept(make_harness, scripted_server, mino_home):

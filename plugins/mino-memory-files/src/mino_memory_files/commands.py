@@ -20,7 +20,7 @@ def add_commands(group: click.Group, context) -> None:
         if not scan.memories:
             click.echo(f"No memories in {directory}.")
         for memory in scan.indexed:
-            click.echo(visible(memory.line()))
+            click.echo(visible(memory.line(filtered=False)))
         if scan.problems:
             click.echo(f"{len(scan.problems)} file(s) skipped; `mino memory doctor` says why.",
                        err=True)

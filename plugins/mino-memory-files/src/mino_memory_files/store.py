@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import stat
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
@@ -40,6 +41,19 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
     | getattr(os, "O_CLOEXEC", 0)
 
 
+@lru_cache(maxsize=1024)  # the same summaries are rendered every turn
+def shown_summary(summary: str) -> str:
+    """A summary as the index shows it (``mino_core.memory_filter.shown``, the filter the
+    graph's recall uses too): secrets redacted, a placeholder where the filter refuses the
+    text (markup such as ``</memory>``, an order to the assistant, invisible characters),
+    the rest escaped; whoever wrote the file (a save the person approved, their own edit,
+    another program). The file keeps the text as written; only what the model reads is
+    filtered."""
+    from mino_core.memory_filter import shown
+
+    return shown(summary, "[summary not shown: {why}; read the file to see it]")
+
+
 def memory_dir(home: Path) -> Path:
     return Path(home) / "memory"
 
@@ -55,9 +69,12 @@ class Memory:
     def has_details(self) -> bool:
         return bool(self.details.strip())
 
-    def line(self) -> str:
+    def line(self, filtered: bool = True) -> str:
+        """The index line; ``filtered=False`` for the person's own listing (``mino memory
+        list``), which shows the file's text escaped rather than withheld."""
         mark = " (+details)" if self.has_details else ""
-        return f"- [{self.type}] {self.name}: {self.summary}{mark}"
+        summary = shown_summary(self.summary) if filtered else self.summary
+        return f"- [{self.type}] {self.name}: {summary}{mark}"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from .names import (INDEX_MAX_BYTES, INDEX_MAX_ENTRIES, SUFFIX, TYPES, details_p
                     name_problem, summary_problem, type_problem)
 
 MODES = {"create": "Create a new memory", "overwrite": "Replace the existing memory"}
+REDACTED = "[redacted]"  # what the secret filter (mino_core.redact_secrets) leaves
 WARNING = ("Saved memories are shown to the model in every later session and project; "
            "approval applies only to this content.")
 CHANGED = "Memory changed after approval; nothing was written."
@@ -113,7 +114,9 @@ def validate_save(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         raise InvalidArguments(
             "Invalid memory_save arguments: " + "; ".join(problems) +
             ". Nothing was saved; fix them and call memory_save again.")
-    memory = store.Memory(args["name"], args["type"], args["summary"], details)
+    # Secrets never reach the file: redacted here, so the confirmation shows what is saved.
+    memory = writer.without_secrets(store.Memory(args["name"], args["type"], args["summary"],
+                                                 details))
     refusal = limit_refusal(store.scan(_dir(ctx)), memory)
     if refusal:
         raise InvalidArguments(refusal)
@@ -201,7 +204,10 @@ def preview_save(args: dict[str, Any], ctx: ToolContext) -> Preview:
         fields.append(("Details", shown))
     # Up to 16 KiB is saved while 2 KiB is shown: the person can see the rest before answering.
     bounded = shown != details
-    return Preview(fields=fields, notes=[WARNING], fingerprint=store.fingerprint(path),
+    notes = [WARNING]
+    if REDACTED in args["summary"] or REDACTED in details:
+        notes.append(f"Secrets in this memory were replaced by {REDACTED}; they are not saved.")
+    return Preview(fields=fields, notes=notes, fingerprint=store.fingerprint(path),
                    full=details if bounded else "",
                    hidden_lines=hidden_lines(details) if bounded else 0)
 

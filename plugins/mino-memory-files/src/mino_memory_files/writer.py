@@ -6,6 +6,7 @@ temporary file a crashed save left behind is removed by a later save once it is 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -18,6 +19,17 @@ from .store import Memory, fingerprint, format_memory
 
 # What saves before the shared helper left behind: ".NAME.XXXXXXXX.tmp" (mkstemp's names).
 _LEGACY_TEMP = re.compile(r"\.[a-z0-9]+(?:-[a-z0-9]+)*\.[a-z0-9_]{8}\.tmp")
+
+
+def without_secrets(memory: Memory) -> Memory:
+    """``memory`` with each secret in its summary and details replaced by ``[redacted]``
+    (``mino_core.secret_scan``): the one filter before every write."""
+    from mino_core import redact_secrets
+
+    summary, details = redact_secrets(memory.summary), redact_secrets(memory.details)
+    if (summary, details) == (memory.summary, memory.details):
+        return memory
+    return dataclasses.replace(memory, summary=summary, details=details)
 
 
 class Changed(Exception):
@@ -50,7 +62,7 @@ def write(directory: Path, memory: Memory, *, create: bool, expected: object = .
             raise Changed(target)
 
     try:
-        atomic_write(target, format_memory(memory), root=directory, mode=0o600,
+        atomic_write(target, format_memory(without_secrets(memory)), root=directory, mode=0o600,
                      exclusive=create, before_replace=still_expected)
     except FileExistsError:
         raise Changed(target) from None

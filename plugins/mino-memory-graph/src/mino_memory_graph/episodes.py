@@ -22,6 +22,7 @@ import threading
 
 from . import credit, reflect, safety, standing, steer
 from .memories import NAME, Memory, identity_of, memory_for, section, switched_on
+from .provenance import origins_for
 from .recall_block import profile_lines, recall_hits, render
 from .reflection_offer import REFLECTION_TITLE, reflect_run
 
@@ -94,7 +95,7 @@ def begin(turn) -> str | None:
                           "turn_episode": records,
                           "session_node": mem.standing.sessions.get(str(session.id)),
                           "fact_mark": mark}
-    return render(g, user, project, hits) or None
+    return render(g, user, project, hits, origins_for(store, session.home)) or None
 
 
 def _date_if_later(graph, session_node: int) -> str | None:

@@ -183,7 +183,7 @@ def _text(value, limit: int) -> str:
         value = "; ".join(str(v) for v in value if isinstance(v, (str, int, float)))
     if not isinstance(value, (str, int, float)):
         return ""
-    value = str(value).strip()
+    value = safety.redact(str(value).strip())  # a secret goes, the item stays (issue 25)
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 

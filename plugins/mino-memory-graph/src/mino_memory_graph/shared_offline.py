@@ -10,6 +10,7 @@ see no episode and do nothing), and the next turn tries the server again.
 from __future__ import annotations
 
 from .memories import memory_for, identity_of
+from .provenance import origins_for
 from .recall_block import recall_hits, render
 
 NOTE = ("(Shared memory is read-only for now: its server cannot be reached; this turn "
@@ -46,5 +47,5 @@ def recall_only(turn) -> str | None:
     user = mem.standing.user_id(g)
     hits = recall_hits(mem, turn.user_text or "", project, session=str(session.id))
     hits = [(nid, s) for nid, s in hits if g.live(nid) is not None]
-    block = render(g, user, project, hits)
+    block = render(g, user, project, hits, origins_for(mem.store, session.home))
     return f"{block}\n{NOTE}" if block else None

@@ -30,6 +30,7 @@ from mino_core import plugin_logger
 from . import ops as _ops
 from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
+from .safety import redact_op
 
 log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
@@ -141,7 +142,10 @@ class Request:
     # --- the primitive ------------------------------------------------------------
 
     def apply(self, name: str, body: dict) -> None:
-        """Validate, apply and queue one op; raises ValueError / ApplyError untouched."""
+        """Validate, apply and queue one op; raises ValueError / ApplyError untouched.
+        Every text the op carries is redacted first (``safety.redact_op``): the one filter
+        before every write, whoever planned the op."""
+        body = redact_op(body)
         why = _ops.validate({name: body})
         if why:
             raise ValueError(why)

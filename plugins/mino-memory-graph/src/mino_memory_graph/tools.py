@@ -103,6 +103,7 @@ def _project(mem, ctx: ToolContext) -> tuple[str, int | None]:
 
 def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     from .loop import scoped_search
+    from .recall_block import shown_lines
 
     query = str(args.get("query") or "").strip()
     if not query:
@@ -119,7 +120,7 @@ def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     for i, h in enumerate(hits, 1):
         via = ", via graph" if h.via_graph else ""
         out.append(f"\nresult {i}/{len(hits)} (score {h.score:.3f}{via})")
-        out.extend("  " + ln for ln in g.state_of(h.node).splitlines()
+        out.extend("  " + ln for ln in shown_lines(g.state_of(h.node))  # filtered again
                    if ln != "context chunks: 0")
     return ToolResult.completed("\n".join(out))
 
@@ -127,6 +128,8 @@ def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 # -- memory_view -------------------------------------------------------------------------
 
 def run_view(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    from .recall_block import shown_lines
+    from .safety import shown
     from .store import MemoryError_
 
     node = args.get("node")
@@ -135,15 +138,16 @@ def run_view(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         if what == "history":
             h = mem.store.history(int(node))
-            lines = [f"#{h['node']} [{h['kind']}/{h['area']}] {h['label']}"
+            lines = [f"#{h['node']} [{h['kind']}/{h['area']}] {shown(h['label'])}"
                      + (" (forgotten)" if h["deleted"] else "") + f" {DATA_LABEL}", "facts:"]
             for f in h["facts"]:
                 extra = f" (superseded by {f['superseded_by']})" if f["superseded_by"] else ""
-                lines.append(f"  - [{f['status']}] {f['key']}: {f['value']}{extra}")
+                lines.append(f"  - [{f['status']}] {shown(f['key'])}: {shown(f['value'])}{extra}")
             lines.append("log:")
-            lines += [f"  [{e['at']}] {e['kind']}: {e['detail']}" for e in h["log"]]
+            lines += [f"  [{e['at']}] {shown(e['kind'])}: {shown(e['detail'])}" for e in h["log"]]
             return ToolResult.completed("\n".join(lines))
-        return ToolResult.completed(f"{DATA_LABEL}\n" + mem.store.state(int(node)))
+        return ToolResult.completed(  # every recalled text filtered again (recall_block)
+            f"{DATA_LABEL}\n" + "\n".join(shown_lines(mem.store.state(int(node)))) + "\n")
     except MemoryError_:
         return ToolResult.invalid(f"There is no memory node #{node}. Use a number shown by "
                                   "recall or memory_search.")
@@ -189,7 +193,12 @@ def validate_save(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     except InvalidArguments as exc:
         raise InvalidArguments(f"Invalid memory_save arguments: {exc} Nothing was saved; fix "
                                "them and call memory_save again.") from None
-    return out
+    # Secrets never reach the journal: redacted here, so the confirmation shows what is
+    # saved (the journal's own filter in Request.apply would otherwise change it unseen).
+    from .safety import redact
+
+    return {k: redact(v) if isinstance(v, str) and k in ("key", "value", "label") else v
+            for k, v in out.items()}
 
 
 def _target(mem, args, identity: str) -> int | None:
@@ -236,7 +245,7 @@ def _check_node(mem, args) -> None:
 
 
 def preview_save(args: dict[str, Any], ctx: ToolContext) -> Preview:
-    from .safety import refusal
+    from .safety import REDACTED, refusal
 
     mem = _memory(ctx)
     mem.store.refresh()
@@ -267,6 +276,8 @@ def preview_save(args: dict[str, Any], ctx: ToolContext) -> Preview:
         fields.append(("Current value", current))
     fields.append(("Value", args["value"]))
     notes = [WARNING]
+    if any(REDACTED in (args.get(k) or "") for k in ("key", "value", "label")):
+        notes.append(f"Secrets in this memory were replaced by {REDACTED}; they are not saved.")
     for text in (args["key"], args["value"], args.get("label") or ""):
         why = refusal(text)
         if why:

@@ -1,6 +1,7 @@
 """The read-only tools: read_file, list_files, search. All confined to the project."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -43,35 +44,101 @@ def validate_read(args: dict, ctx: ToolContext) -> dict:
     return args
 
 
+# read_file streams the file: a line at a time, each line read to at most what can be
+# shown of it, so memory follows what is shown, never the file's size (a 1 GiB file, sparse
+# or one endless line, costs the same as a small one).
+LINE_BYTES = LINE_CHARS * 4 + 1  # enough bytes for LINE_CHARS characters of UTF-8, and one more
+SKIP_CHUNK = 64 * 1024  # the rest of a clipped line is read and dropped in pieces this size
+SKIP_MAX = 16 * 1024 * 1024  # a clipped line longer than this ends the reading
+COUNT_BYTES = 2_000_000  # the lines after the shown ones are counted only in files up to this size
+
+
+def _line(handle) -> tuple[bytes, bool, bool] | None:
+    """The next line without its end (at most LINE_BYTES of it), whether more of it was
+    dropped, and whether its end was reached (a line over SKIP_MAX is not read to its end);
+    None at the end of the file."""
+    head = handle.readline(LINE_BYTES)
+    if not head:
+        return None
+    if head.endswith(b"\n") or len(head) < LINE_BYTES:
+        return head.rstrip(b"\n").removesuffix(b"\r"), False, True
+    skipped = 0
+    while skipped < SKIP_MAX:  # a longer line: skip to its end without keeping it
+        rest = handle.readline(SKIP_CHUNK)
+        if not rest or rest.endswith(b"\n"):
+            return head, True, True
+        skipped += len(rest)
+    return head, True, False
+
+
+def _lines_left(handle) -> int:
+    """How many lines the rest of the file holds (read in chunks, none kept)."""
+    count, last = 0, b"\n"
+    while chunk := handle.read(SKIP_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
+
+
 def run_read(args: dict, ctx: ToolContext) -> ToolResult:
     real = resolve(ctx.project_root, args["path"])
-    data = real.read_bytes()
-    if _is_binary(data):
-        return ToolResult.completed(f"{relative(ctx.project_root, real)} is a binary file of "
-                                    f"{len(data)} bytes; its content is not shown.")
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    if not lines:
-        return ToolResult.completed(f"{relative(ctx.project_root, real)} is empty.")
-    first = max(int(args.get("offset") or 1), 1)  # 1-based line number; 0 means the start
-    if first > len(lines):
-        return ToolResult.invalid(f"offset {first} is past the end: the file has {len(lines)} lines.")
-    limit = int(args.get("limit") or _cap(ctx, "read_lines", READ_LINES))
-    budget = _cap(ctx, "read_bytes", READ_BYTES)
-    out, used, last, capped = [], 0, first - 1, False
-    for number in range(first, min(first + limit, len(lines) + 1)):
-        line = lines[number - 1]
-        if len(line) > LINE_CHARS:
-            line = line[:LINE_CHARS] + f" [... line clipped at {LINE_CHARS} characters]"
-        text = f"{number:6}\t{line}"
-        if used + len(text) + 1 > budget and out:
-            capped = True
-            break
-        out.append(text)
-        used += len(text) + 1
-        last = number
-    if last < len(lines):
+    shown_path = relative(ctx.project_root, real)
+    with open(real, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if _is_binary(handle.read(8192)):
+            return ToolResult.completed(f"{shown_path} is a binary file of {size} bytes; "
+                                        "its content is not shown.")
+        handle.seek(0)
+        first = max(int(args.get("offset") or 1), 1)  # 1-based line number; 0 means the start
+        limit = int(args.get("limit") or _cap(ctx, "read_lines", READ_LINES))
+        budget = _cap(ctx, "read_bytes", READ_BYTES)
+        number, endless = 0, False
+        while number < first - 1 and not endless:
+            got = _line(handle)
+            if got is None:
+                break
+            number += 1
+            endless = not got[2]
+        out, used, last, capped, more = [], 0, first - 1, False, False
+        while not endless:
+            if number + 1 >= first + limit:
+                more = bool(handle.read(1))  # a peek: the next line itself is not read
+                break
+            got = _line(handle)
+            if got is None:
+                break
+            number += 1
+            raw, clipped, endless = got[0], got[1], not got[2]
+            line = raw.decode("utf-8", errors="replace")
+            if clipped or len(line) > LINE_CHARS:
+                line = line[:LINE_CHARS] + f" [... line clipped at {LINE_CHARS} characters]"
+            text = f"{number:6}\t{line}"
+            if used + len(text) + 1 > budget and out:
+                capped = more = True
+                number -= 1
+                endless = False  # not shown: the next call starts at this line
+                break
+            out.append(text)
+            used += len(text) + 1
+            last = number
+        if endless:
+            out.append(f"[Stopped: line {number} goes on past {SKIP_MAX // (1024 * 1024)} MiB; "
+                       "what follows it is not read. Use Bash (head -c, tail -c) to look "
+                       "further into this file.]")
+            return ToolResult.completed("\n".join(out))
+        if number == 0 and not out and not more:
+            return ToolResult.completed(f"{shown_path} is empty.")
+        if not out and not more:
+            return ToolResult.invalid(f"offset {first} is past the end: the file has {number} lines.")
+        if not more:
+            return ToolResult.completed("\n".join(out))
         why = f"the {budget}-byte size cap" if capped else "the line limit"
-        out.append(f"[Truncated: showed lines {first}-{last} of {len(lines)} ({why}); "
+        if size <= COUNT_BYTES:
+            handle.seek(0)  # count from the start: the line that stopped us was read already
+            total = f"{_lines_left(handle)}"
+        else:
+            total = f"a {size}-byte file"
+        out.append(f"[Truncated: showed lines {first}-{last} of {total} ({why}); "
                    f"call read_file with offset={last + 1} to read on.]")
     return ToolResult.completed("\n".join(out))
 
