@@ -49,7 +49,7 @@ def shown_summary(summary: str) -> str:
     the rest escaped; whoever wrote the file (a save the person approved, their own edit,
     another program). The file keeps the text as written; only what the model reads is
     filtered."""
-    from mino_core.memory_filter import shown
+    from mino_core import shown
 
     return shown(summary, "[summary not shown: {why}; read the file to see it]")
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 # The filter itself is the core's (one filter for every memory backend); these names are
 # the graph's since its first version.
-from mino_core.memory_filter import (AUTHORITY, CURL_TO_SHELL, EXFILTRATION,  # noqa: F401
+from mino_core import (AUTHORITY, CURL_TO_SHELL, EXFILTRATION,  # noqa: F401
                                      INSTRUCTION, MARKUP, escape, observed, refusal, shown)
 
 REDACTED = "[redacted]"
