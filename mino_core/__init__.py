@@ -16,6 +16,7 @@ _EXPORTS = {
     "ToolOutcome": "turn_data", "TurnInfo": "turn_data", "TurnRecord": "turn_data", "visible": "confirm",
     "load_yaml": "yaml_safe",
     "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
+    "ProtectedPath": "protected", "Rules": "permissions",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -40,3 +41,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write
     from .session import Session
+    from .protected import ProtectedPath
+    from .permissions import Rules
