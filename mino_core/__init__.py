@@ -18,6 +18,7 @@ _EXPORTS = {
     "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
     "MemoryBackend": "backends", "ModelAPI": "model_api", "StreamReader": "model_api",
     "plugin_logger": "notices", "notice": "notices",
+    "MemoryHit": "memory_api", "MemoryService": "memory_api",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .yaml_safe import load_yaml
     from .atomic import PathChanged, atomic_write
     from .session import Session
+    from .memory_api import MemoryHit, MemoryService
     from .backends import MemoryBackend
     from .model_api import ModelAPI, StreamReader
     from .notices import notice, plugin_logger
