@@ -50,7 +50,17 @@ class Agent:
         if mode != "manual" and reason:
             self.ui.notice(f"Starting in manual mode, not {mode}: {reason}.")
             self.session.mode = "manual"
+        self._started(self.session)
         return self.session
+
+    def _started(self, session: Session) -> None:
+        """``session_start``: the session log is open and no turn has run yet."""
+        try:
+            self.host.notify("session_start", session=session)
+        except KeyboardInterrupt:
+            self.ui.notice("Interrupted while starting the session.")
+        for message in self.host.drain_errors():
+            self.ui.notice(message)
 
     def new_session(self, mode: str | None = None) -> Session:
         mode = mode or self.default_mode()

@@ -1,14 +1,13 @@
 """The ``mino`` command line. Heavy modules load inside the commands that need them."""
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 from pathlib import Path
 
 import click
 
-from .headless import PromptGroup, allow_option, output_format_option
+from .headless import allow_option, output_format_option
+from .plugin_commands import MemoryGroup, TopLevel
 
 
 def echo(text: str = "", err: bool = False, nl: bool = True) -> None:
@@ -19,108 +18,18 @@ def echo(text: str = "", err: bool = False, nl: bool = True) -> None:
     click.echo(visible(str(text), lines=True), err=err, nl=nl)
 
 
-class _Escaping(io.TextIOBase):
-    """A text stream that passes everything written through confirm.visible.
-
-    Plugin commands (``mino memory ...``) print text from memory files and journals; the
-    core cannot review each ``click.echo`` in every plugin, so their streams are these while
-    they run. No ``buffer`` attribute: click then writes text here, never bytes past it.
-    """
-
-    def __init__(self, stream):
-        super().__init__()
-        self._stream = stream
-
-    @property
-    def encoding(self):
-        return getattr(self._stream, "encoding", None) or "utf-8"
-
-    @property
-    def errors(self):
-        return getattr(self._stream, "errors", None)
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return self._stream.isatty()
-
-    def fileno(self) -> int:
-        raise io.UnsupportedOperation("fileno")
-
-    def write(self, text) -> int:
-        from .confirm import visible
-
-        if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8", "replace")
-        self._stream.write(visible(text, lines=True))
-        return len(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-
-@contextlib.contextmanager
-def _escaped_output():
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
-
-
-class _MemoryGroup(click.Group):
-    """``mino memory``: subcommands come from the active memory backend, loaded on demand."""
-
-    def _load(self, ctx: click.Context) -> None:
-        # Keyed by home and backend choice, so in-process callers with another home
-        # (tests) get that home's commands rather than the first caller's.
-        import os
-
-        from .config import home_dir
-
-        key = (str(home_dir()), os.environ.get("MINO_MEMORY_BACKEND", ""))
-        if getattr(self, "_loaded_for", None) == key:
-            return
-        self._loaded_for = key
-        self.commands.clear()
-        host, _ = _host()
-        host.notify("register_memory_commands", group=self, context=host.context)
-        for message in host.drain_errors():
-            echo(message, err=True)
-
-    def invoke(self, ctx):
-        with _escaped_output():
-            return super().invoke(ctx)
-
-    def list_commands(self, ctx):
-        self._load(ctx)
-        return super().list_commands(ctx)
-
-    def get_command(self, ctx, name):
-        self._load(ctx)
-        return super().get_command(ctx, name)
-
-
 def _fail(message: str, code: int = 2):
     echo(message, err=True)
     sys.exit(code)
 
 
 def _host():
-    # project_root from config, not session: a plugin command needs no session (whose
-    # imports, the model client and the session log among them, cost ~8 ms of start-up)
-    from .config import ConfigError, home_dir, project_root
-    from .startup import checked_host
+    from .plugin_commands import host
 
-    try:
-        return checked_host(home_dir(), project_root(), lambda line: echo(line, err=True))
-    except ConfigError as exc:
-        _fail(str(exc))
+    return host()
 
 
-@click.group(cls=PromptGroup, invoke_without_command=True,
+@click.group(cls=TopLevel, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", "mode", metavar="NAME", help="Permission mode: manual, accept-edits or bypass.")
 @click.option("--resume", "resume_id", metavar="ID", help="Continue the session with this id.")
@@ -150,7 +59,7 @@ def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose)
         sys.exit(headless.main(ctx))
     if resume_id and continue_:
         _fail("Use --resume ID or --continue, not both.")
-    sys.exit(_run(mode, resume_id, prompt, verbose, continue_, switch))
+    sys.exit(_run(mode, resume_id, verbose, continue_, switch))
 
 
 def _terminal_ui(home: Path, holder: list):
@@ -175,57 +84,29 @@ def _terminal_ui(home: Path, holder: list):
     return TerminalUI(read=answer), reader
 
 
-def _run(mode, resume_id, prompt, verbose, continue_=False, switch=False) -> int:
+def _run(mode, resume_id, verbose, continue_=False, switch=False) -> int:
+    """The interactive session: the terminal UI here, the session's life in repl/driver."""
     from .permissions import MODES, normalise_mode
 
     if mode is not None and normalise_mode(mode) is None:
         _fail(f"Unknown mode {mode!r}. Modes: {', '.join(MODES)}.")
-    from .agent import Agent, SessionNotFound
+    from .agent import SessionNotFound
     from .config import ConfigError, home_dir
     from .session import project_root
-    from .ui import HeadlessUI
 
     holder: list = []
-    reader = None
-    if prompt is not None:
-        ui = HeadlessUI()
-    else:
-        ui, reader = _terminal_ui(home_dir(), holder)
+    ui, reader = _terminal_ui(home_dir(), holder)
     try:
         from .headless import allow
+        from .repl import open_session
         from .startup import start_agent
 
         agent = start_agent(home_dir(), project_root(), ui, verbose, allow=allow(), banner=True)
         holder.append(agent)
-        mode = normalise_mode(mode) if mode else None
-        if continue_:
-            from .sessionlog import list_sessions
-
-            newest = list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
-            if newest:
-                resume_id = newest[0].id
-            else:
-                ui.notice("No session in this project yet; starting a new one.")
-        if resume_id:
-            from .repl import resume
-
-            if not resume(agent, resume_id, mode, switch=switch):
-                return 2
-        else:
-            agent.new_session(mode)
+        if not open_session(agent, normalise_mode(mode) if mode else None, resume_id, continue_, switch):
+            return 2
     except (ConfigError, SessionNotFound) as exc:
         _fail(str(exc))
-    if prompt is not None:
-        from .turn import end_session, run_turn
-
-        for message in agent.host.drain_errors():
-            ui.notice(message)
-        from .model import prewarm
-
-        prewarm()
-        record = run_turn(agent.session, prompt)
-        end_session(agent.session)
-        return 0 if record.ended == "answer" else 1
     keys = None
     if reader is None:
         try:
@@ -410,7 +291,7 @@ def eval_(directory, live, select, api):
     sys.exit(run_evals(directory, live=live, select=select, api=api))
 
 
-@cli.group(cls=_MemoryGroup)
+@cli.group(cls=MemoryGroup)
 def memory():
     """Read and manage memories (commands come from the active memory backend)."""
 

@@ -189,8 +189,7 @@ def _make_ui(fmt: str, stdout, stderr):
             self.session = None
             self.notices: list[str] = []
             self._text: list[str] = []
-            self._calls: dict[str, dict[str, Any]] = {}
-            self._scan = 0
+            self._call = None
             self._early: list[dict[str, Any]] | None = []
 
         def emit(self, event: dict[str, Any]) -> None:
@@ -227,8 +226,8 @@ def _make_ui(fmt: str, stdout, stderr):
         def end_text(self) -> None:
             self._in_text = self._in_reasoning = False
 
-        def _records(self) -> list[dict[str, Any]]:
-            return self.session.log.records if self.session is not None else []
+        def call_started(self, call) -> None:
+            self._call = call
 
         def tool_call(self, name: str) -> None:
             said = "".join(self._text).strip()
@@ -236,43 +235,25 @@ def _make_ui(fmt: str, stdout, stderr):
             if said:  # text before a call is not the answer: the transcript keeps it
                 self._write("Assistant> " + said.replace("\n", "\n  ") + "\n")
             super().tool_call(name)
-            records = self._records()
-            call: dict[str, Any] = {}
-            for index in range(self._scan, len(records)):
-                record = records[index]
-                if record.get("type") == "function_call" and record.get("name") == name \
-                        and record.get("call_id") not in self._calls:
-                    call = record
-                    self._scan = index + 1
-                    break
-            call_id = str(call.get("call_id", ""))
-            self._calls[call_id] = {"call_id": call_id, "name": name}
-            self._current = call_id
-            arguments: Any = call.get("arguments", "")
+            call, self._call = getattr(self, "_call", None), None
+            if call is None or call.name != name:  # a plugin's own question (session.confirm)
+                self.emit({"type": "tool_call", "call_id": "", "name": name, "arguments": {}})
+                return
+            arguments: Any = call.raw_arguments
             try:
-                arguments = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+                arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError:
                 pass  # as sent: the model's text, which is not JSON
-            self.emit({"type": "tool_call", "call_id": call_id, "name": name, "arguments": arguments})
+            self.emit({"type": "tool_call", "call_id": call.call_id, "name": name,
+                       "arguments": arguments})
 
-        def tool_result(self, status: str, text: str) -> None:
-            super().tool_result(status, text)
-            call_id = getattr(self, "_current", "")
-            name = self._calls.get(call_id, {}).get("name", "")
-            decision = approval = None
-            for record in self._records()[self._scan:]:
-                if record.get("call_id") != call_id:
-                    continue
-                if record.get("type") == "decision":
-                    decision = record
-                elif record.get("type") == "approval":
-                    approval = record
+        def call_finished(self, call, status: str, output: str, decision=None, approved=None) -> None:
             if decision is not None:
-                self.emit({"type": "decision", "call_id": call_id, "name": name,
-                           "verdict": decision.get("verdict"), "reason": decision.get("reason") or "",
-                           "approved": approval.get("approved") if approval is not None else None})
-            self.emit({"type": "tool_result", "call_id": call_id, "name": name, "status": status,
-                       "output": text})
+                self.emit({"type": "decision", "call_id": call.call_id, "name": call.name,
+                           "verdict": decision.verdict, "reason": decision.reason or "",
+                           "approved": approved})
+            self.emit({"type": "tool_result", "call_id": call.call_id, "name": call.name,
+                       "status": status, "output": output})
 
         def notice(self, text: str) -> None:
             self.notices.append(text.rstrip("\n"))
@@ -369,26 +350,22 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
-def _enter_session_project(agent, session_id: str, switch: bool) -> None:
+def _move_project(switch: bool):
     """A session of another project: the tools move there only with ``--project`` (nobody
     is here to ask, and acting on this folder with that session's history would be wrong)."""
     from pathlib import Path
 
-    from .config import ConfigError
-    from .repl import _same_folder
-    from .sessionlog import list_sessions, session_project
+    from .config import ConfigError, project_root
 
-    found = [s for s in list_sessions(agent.sessions_dir) if s.id == session_id.strip().lower()]
-    folder = session_project(found[0].path) if found else None
-    if not folder or _same_folder(folder, agent.project_root):
-        return
-    if not switch:
-        raise ConfigError(f"Session {found[0].id} belongs to the project {folder}, not "
-                          f"{agent.project_root}: run it there, or add --project to work there.")
-    if not Path(folder).is_dir():
-        raise ConfigError(f"Session {found[0].id}'s project {folder} is not a folder any more.")
-    agent.project_root = Path(folder).resolve()
-    agent.context.project_root = agent.project_root
+    def move(found, folder: str) -> bool:
+        if not switch:
+            raise ConfigError(f"Session {found.id} belongs to the project {folder}, not "
+                              f"{project_root()}: run it there, or add --project to work there.")
+        if not Path(folder).is_dir():
+            raise ConfigError(f"Session {found.id}'s project {folder} is not a folder any more.")
+        return True
+
+    return move
 
 
 def main(ctx: click.Context) -> int:
@@ -411,6 +388,7 @@ def main(ctx: click.Context) -> int:
 def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str | None = None,
         continue_: bool = False, verbose: bool = False, allow=(), started: float | None = None,
         stdout=None, stderr=None, switch: bool = False) -> int:
+    from . import driver
     from .agent import SessionNotFound
     from .config import ConfigError, home_dir
     from .permissions import MODES, normalise_mode
@@ -427,34 +405,22 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
         from .startup import start_agent
 
         agent = start_agent(home, project_root(), ui, verbose, allow=allow, make_client=_counting_client)
-        mode = normalise_mode(mode) if mode else None
-        if continue_ and not resume_id:
-            from .sessionlog import list_sessions
-
-            newest = list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
-            resume_id = newest[0].id if newest else None
-        if resume_id:
-            _enter_session_project(agent, resume_id, switch)
-        session = agent.resume(resume_id, mode) if resume_id else agent.new_session(mode)
+        session = driver.start(agent, mode=normalise_mode(mode) if mode else None, resume_id=resume_id,
+                               continue_=continue_, move=_move_project(switch))
     except (ConfigError, SessionNotFound) as exc:
         _say(str(exc))
         return EXIT_USAGE
     ui.session = session
-    ui._scan = len(session.log.records)
     for message in agent.host.drain_errors():
         ui.notice(message)
     settings = agent.client.settings
     ui.emit({"type": "start", "session_id": session.id, "model": settings.model,
              "server": settings.base_url, "mode": session.mode, "project": str(agent.project_root)})
     from .model import prewarm
-    from .turn import end_session, run_turn
 
     prewarm()
-    try:
-        record = run_turn(session, text)
-    except Exception as exc:  # noqa: BLE001 - a bug: one line, the log keeps the traceback
-        record = _crashed(session, ui, exc)
-    end_session(session)  # before the result, so what it reports is among the notices
+    record = driver.run_turn(session, text)
+    driver.end_session(session)  # before the result, so what it reports is among the notices
     code = exit_code(record)
     result = result_object(record, session, agent.client, started, code, ui.notices)
     try:
@@ -462,24 +428,6 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
     except BrokenPipeError:  # the reader left (mino -p ... | head -1): nothing more to say
         _quiet(stdout)
     return code
-
-
-def _crashed(session, ui, exc: Exception):
-    """A TurnRecord-shaped account of a turn that raised: the log is closed so the session
-    still resumes, and the person gets one line."""
-    from types import SimpleNamespace
-
-    from .logs import get_logger
-    from .turn import close_open_calls
-
-    get_logger("headless").error("turn_crashed", error=str(exc), exc_info=True)
-    try:
-        close_open_calls(session)
-    except Exception:  # noqa: BLE001 - the log may be what failed
-        pass
-    reason = f"internal error: {type(exc).__name__}: {exc}"
-    ui.notice(f"mino: {reason}. The session is saved; details are in the log under MINO_HOME/logs.")
-    return SimpleNamespace(answer="", ended="error", reason=reason, outcomes=[])
 
 
 def _quiet(stdout) -> None:

@@ -104,6 +104,7 @@ class Host:
         self._tools: dict[str, Tool] | None = None
         self._tools_lock = threading.Lock()
         self._apis: dict[str, Any] | None = None
+        self._shut_down = False
         self.backend: str | None = None
         self.backends: dict[str, Any] = {}  # name -> MemoryBackend, every installed one
         self.backend_reason = "no memory backend is installed"
@@ -340,8 +341,32 @@ class Host:
         self._call_all(hook, kwargs)
 
     def drain_errors(self) -> list[str]:
+        """What went wrong in plugins since the last call, then what plugins said through
+        ``mino_core.notice`` / ``plugin_logger`` warnings: the front end shows both."""
+        from . import notices
+
         errors, self.errors = self.errors, []
-        return errors
+        return errors + notices.drain()
+
+    def shutdown(self) -> None:
+        """The process is done with this host: ``host_shutdown``, once. A failure is
+        logged (and kept in ``errors``); a Ctrl-C only cuts it short."""
+        with self._tools_lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
+        try:
+            self.notify("host_shutdown", context=self.context)
+        except KeyboardInterrupt:
+            pass
+
+    def shutdown_at_exit(self) -> "Host":
+        """Call ``shutdown`` when the process ends, however it ends (an error or Ctrl-C
+        included), unless a front end did already."""
+        import atexit
+
+        atexit.register(self.shutdown)
+        return self
 
     def failed_plugins(self) -> list[str]:
         return [name for name, info in self.plugins.items() if info.status == "failed"]

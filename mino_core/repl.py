@@ -1,14 +1,16 @@
-"""The interactive loop: the prompt, slash commands, and one turn per message."""
+"""The interactive loop: the prompt, slash commands, and one turn per message. What a
+session's life is (which session, a turn's crash, its end) is ``driver.py``'s."""
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
 
 from . import confirm
+from . import driver
 from .agent import Agent, SessionNotFound
+from .driver import end_session
 from .permissions import MODES, normalise_mode
-from .sessionlog import list_sessions, recap, session_project
-from .turn import end_session, run_turn
+from .sessionlog import list_sessions, recap
 
 HELP = """\
 Commands:
@@ -101,17 +103,9 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
         warm()  # (already running unless the first message came before any prompt)
         try:
             with keys if keys is not None else contextlib.nullcontext():
-                run_turn(agent.session, line)
+                driver.run_turn(agent.session, line)
         except KeyboardInterrupt:  # after the turn's own handling (in after_turn hooks)
             agent.ui.notice("Interrupted.")
-        except Exception as exc:  # noqa: BLE001 - a bug must not end the session or lose it
-            from .logs import get_logger
-            from .turn import close_open_calls
-
-            get_logger("repl").error("turn_crashed", error=str(exc), exc_info=True)
-            close_open_calls(agent.session)
-            agent.ui.notice(f"mino: internal error in this turn: {type(exc).__name__}: {exc}. "
-                            "The session is saved; details are in the log under MINO_HOME/logs.")
         finally:
             agent.ui.idle()
 
@@ -137,26 +131,12 @@ def ask_yes(ui, question: str) -> bool:
         return False
 
 
-def _same_folder(a: str, b: Path) -> bool:
-    try:
-        return Path(a).resolve() == b.resolve()
-    except (OSError, ValueError):
-        return False
-
-
-def resume(agent: Agent, session_id: str, mode: str | None = None, switch: bool = False) -> bool:
-    """Resume ``session_id`` (an id or a unique prefix) and print a recap. A session of another
-    project says so and asks before the tools move there (``switch``: without asking).
-    Returns False when it was not resumed (said why); raises SessionNotFound."""
+def _asking(agent: Agent, switch: bool) -> driver.MoveProject:
+    """The REPL's answer to a session of another project: say so, and ask before the tools
+    move there (``switch``: without asking)."""
     ui = agent.ui
-    wanted = session_id.strip().lower()
-    matches = [s for s in list_sessions(agent.sessions_dir) if s.id == wanted] or \
-        [s for s in list_sessions(agent.sessions_dir) if wanted and s.id.startswith(wanted)]
-    if len(matches) != 1:
-        raise SessionNotFound(f"No session {session_id!r}; `mino sessions` lists them.")
-    found = matches[0]
-    folder = session_project(found.path)
-    if folder and not _same_folder(folder, agent.project_root):
+
+    def move(found, folder: str) -> bool:
         ui.line(f"Session {found.id} belongs to the project {folder}; this folder is "
                 f"{agent.project_root}.")
         if not Path(folder).is_dir():
@@ -166,11 +146,31 @@ def resume(agent: Agent, session_id: str, mode: str | None = None, switch: bool 
             ui.line(f"Not resumed. Run mino --resume {found.id} there, or add --project to "
                     "start there from here.")
             return False
-        agent.project_root = Path(folder).resolve()
-        agent.context.project_root = agent.project_root
-        ui.line(f"Project: {agent.project_root}")
-    end_session(agent.session)  # the one it leaves (none when mino starts with --resume)
-    agent.resume(found.id, mode)
+        ui.line(f"Project: {Path(folder).resolve()}")
+        return True
+
+    return move
+
+
+def open_session(agent: Agent, mode: str | None, resume_id: str | None, continue_: bool,
+                 switch: bool) -> bool:
+    """The session an interactive mino starts with, and its recap when it is an old one;
+    False when a resume was declined (said why); raises SessionNotFound."""
+    session = driver.start(agent, mode=mode, resume_id=resume_id, continue_=continue_,
+                           move=_asking(agent, switch),
+                           nothing_to_continue="No session in this project yet; starting a new one.")
+    if session is None:
+        return False
+    show_recap(agent)
+    return True
+
+
+def resume(agent: Agent, session_id: str, mode: str | None = None, switch: bool = False) -> bool:
+    """Resume ``session_id`` (an id or a unique prefix) and print a recap. A session of another
+    project says so and asks before the tools move there (``switch``: without asking).
+    Returns False when it was not resumed (said why); raises SessionNotFound."""
+    if driver.resume(agent, session_id, mode, _asking(agent, switch)) is None:
+        return False
     show_recap(agent)
     return True
 

@@ -52,7 +52,7 @@ def checked_host(home: Path, project_root: Path, notice, allow=()):
     config: dict[str, Any] = {}
     context = PluginContext(home=home, project_root=project_root, config=config)
     config.update(raw)  # what plugins see while they declare their schemas
-    host = build_host(context)
+    host = build_host(context).shutdown_at_exit()  # host_shutdown however the process ends
     check_folders(home, host.backends)
     cleaned, report = check(raw, home / "config.yaml", plugin_schemas(host),
                             core=core_schema(list(host.backends), _apis(host, raw)))

@@ -195,6 +195,7 @@ def _parse(raw: dict[str, Any]) -> ToolCall:
 def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: list[ToolOutcome]) -> None:
     call = _parse(raw)
     ui = session.ui
+    ui.call_started(call)
     ui.tool_call(call.name)
     tool = session.host.tools.get(call.name)
     if tool is None:
@@ -235,10 +236,10 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
         reason = decision.reason or "a permission rule"
         return _finish(session, info, call, ToolResult.denied(
             f"Denied by {reason}. Do not retry this call; continue without it or ask the user."),
-            "deny", outcomes)
+            "deny", outcomes, vote=decision)
     note = held_back(session, info, call, tool)
     if note:
-        return _hold(session, call, note)
+        return _hold(session, call, note, decision)
     previewed = decision.verdict == ASK or decision.show
     seen = None
     approved = False
@@ -246,12 +247,13 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
         try:
             preview = _preview(tool, arguments, ctx)
         except InvalidArguments as exc:
-            return _finish(session, info, call, ToolResult.invalid(str(exc)), "deny", outcomes)
+            return _finish(session, info, call, ToolResult.invalid(str(exc)), "deny", outcomes,
+                           vote=decision)
         except Exception as exc:  # noqa: BLE001
             log.warning("preview_failed", tool=call.name, error=str(exc), exc_info=True)
             return _finish(session, info, call, ToolResult.failed(
                 f"The tool failed while preparing its confirmation: {type(exc).__name__}: {exc}"),
-                "deny", outcomes)
+                "deny", outcomes, vote=decision)
         text = confirm.render(preview.fields, preview.notes)
         if decision.verdict == ASK:
             approved = ui.ask(text, preview.full, preview.hidden_lines)
@@ -259,7 +261,7 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
             if not approved:
                 return _finish(session, info, call, ToolResult.denied(
                     "The user denied this operation. Do not retry it; ask the user what they want "
-                    "instead."), "deny", outcomes)
+                    "instead."), "deny", outcomes, vote=decision)
         else:
             ui.show(text)
         seen = preview.fingerprint
@@ -273,7 +275,8 @@ def execute(session: Session, info: TurnInfo, raw: dict[str, Any], outcomes: lis
     except Exception as exc:  # noqa: BLE001 - contained: the model hears about it, the user sees one line
         log.warning("tool_failed", tool=call.name, error=str(exc), exc_info=True)
         result = ToolResult.failed(f"The tool crashed: {type(exc).__name__}: {exc}")
-    _finish(session, info, call, result, ASK if approved else "allow", outcomes, approved=approved)
+    _finish(session, info, call, result, ASK if approved else "allow", outcomes, approved=approved,
+            vote=decision)
 
 
 NOT_RUN = "not_run"  # the status of a call a plugin held back (``before_tool``)
@@ -289,26 +292,13 @@ def held_back(session: Session, info: TurnInfo, call: ToolCall, tool: Tool) -> s
     return "\n\n".join(notes)
 
 
-def _hold(session: Session, call: ToolCall, note: str) -> None:
+def _hold(session: Session, call: ToolCall, note: str, vote: Decision) -> None:
     """The call does not run: the note is its output, read by the model in this turn. No
     outcome for plugins (the tool did not run, as with the tool limit)."""
     session.log.append({"type": "function_call_output", "call_id": call.call_id,
                         "status": NOT_RUN, "output": note})
+    session.ui.call_finished(call, NOT_RUN, note, vote, None)
     session.ui.tool_result(NOT_RUN, note)
-
-
-def end_session(session: Session | None) -> None:
-    """The session is over (the REPL leaves, ``mino -p`` has answered): ``session_end``,
-    once per session; what a plugin reports is shown, a Ctrl-C there only cuts it short."""
-    if session is None or session.state.get("_ended"):
-        return
-    session.state["_ended"] = True
-    try:
-        session.host.notify("session_end", session=session)
-    except KeyboardInterrupt:
-        session.ui.notice("Interrupted while ending the session.")
-    for message in session.host.drain_errors():
-        session.notice(message)
 
 
 def _preview(tool: Tool, arguments: dict[str, Any], ctx) -> Preview:
@@ -324,9 +314,14 @@ def decide(session: Session, call: ToolCall, tool: Tool) -> Decision:
 
 
 def _finish(session: Session, info: TurnInfo, call: ToolCall, result: ToolResult, decision: str,
-            outcomes: list[ToolOutcome], approved: bool = False) -> None:
+            outcomes: list[ToolOutcome], approved: bool = False, vote: Decision | None = None) -> None:
+    """``vote``: the permission decision, when one was made (the UI reports it with the
+    result, and whether the person was asked and said yes)."""
     session.log.append({"type": "function_call_output", "call_id": call.call_id,
                         "status": result.status.value, "output": result.output})
+    asked = vote is not None and vote.verdict == ASK
+    session.ui.call_finished(call, result.status.value, result.output, vote,
+                             approved if asked else None)
     session.ui.tool_result(result.status.value, result.output)
     outcome = ToolOutcome(call=call, result=result, decision=decision, approved_by_user=approved)
     outcomes.append(outcome)

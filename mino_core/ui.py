@@ -82,6 +82,16 @@ class UI:
             self._write("\n")
             self._in_text = self._in_reasoning = False
 
+    def call_started(self, call) -> None:
+        """The model's call ``call`` (a ``ToolCall``: id, name, arguments as sent) is
+        handled next; ``tool_call`` follows. For front ends that report calls by id
+        (stream-json); the transcript needs only ``tool_call``."""
+
+    def call_finished(self, call, status: str, output: str, decision=None, approved=None) -> None:
+        """``call`` ended with ``status`` and ``output``; ``decision``: the permission
+        ``Decision`` when one was made, ``approved``: the person's answer when asked
+        (else None). ``tool_result`` follows."""
+
     def tool_call(self, name: str) -> None:
         self.end_text()
         self._shown = []  # the answer before a call is in the log with the call

@@ -157,7 +157,8 @@ def test_every_hookspec_is_documented_with_an_example():
              if hasattr(f, "mino_spec")]
     assert {f.__name__ for f in specs} >= {"front_input", "register_tools", "decide_permission",
                                            "after_turn", "tool_outcome", "memory_backend",
-                                           "register_commands"}
+                                           "register_commands", "register_memory_commands",
+                                           "register_model_apis", "session_start", "host_shutdown"}
     for spec in specs:
         doc = inspect.getdoc(spec) or ""
         assert "Called" in doc and "Example::" in doc and "@hookimpl" in doc, spec.__name__
@@ -173,8 +174,9 @@ PROBE_RETURNS = {
 
 def test_every_hookspec_is_called_by_the_core(tmp_path, monkeypatch, scripted_server, mino_home):
     """datasette's rule: a hook the core never calls is a hook that silently broke. An
-    installed plugin (a real entry point) implements every hookspec; a turn, ``mino
-    plugins`` and ``mino memory`` must between them call each one."""
+    installed plugin (a real entry point) implements every hookspec; a session with a turn
+    (started, ended, its host shut down), ``mino plugins``, ``mino --help`` and ``mino
+    memory`` must between them call each one."""
     import json
     from importlib.metadata import entry_points
 
@@ -211,12 +213,13 @@ def test_every_hookspec_is_called_by_the_core(tmp_path, monkeypatch, scripted_se
                          "calls": [{"name": "probe_tool", "arguments": {}}]}, {"text": "done"})
     record = h.turn("probe everything")
     assert record.outcomes[0].result.output == "probed" and scripted_server.failures == []
-    h.end_session()
+    h.close()  # session_end, host_shutdown
     runner = CliRunner()
     listing = runner.invoke(cli, ["plugins", "--json"], env={"MINO_HOME": str(mino_home)})
     [probe] = [p for p in json.loads(listing.output)["plugins"] if p["name"] == "mino-probe"]
     assert probe["status"] == "loaded" and probe["notes"] == ["probe note"]
     runner.invoke(cli, ["memory", "--help"], env={"MINO_HOME": str(mino_home)})
+    runner.invoke(cli, ["--help"], env={"MINO_HOME": str(mino_home)})
     from mino_core import MemoryService  # the memory hooks other plugins reach (mino mcp serve)
 
     service = MemoryService(h.agent.host)

@@ -8,7 +8,8 @@ from typing import Any, Callable
 from ..agent import Agent
 from ..config import ModelSettings
 from ..model import ModelClient
-from ..turn import end_session, run_turn
+from ..driver import end_session
+from ..turn import run_turn
 from ..turn_data import TurnRecord
 from ..ui import RecordingUI
 from .server import ScriptedServer
@@ -51,6 +52,11 @@ class Harness:
     def end_session(self) -> None:
         """End the current session as leaving the REPL does (``session_end``)."""
         end_session(self.session)
+
+    def close(self) -> None:
+        """End the session and shut the plugin host down, as leaving mino does."""
+        end_session(self.session)
+        self.agent.host.shutdown()
 
     def new_session(self, mode: str | None = None):
         self.session = self.agent.new_session(mode or self.session.mode)
