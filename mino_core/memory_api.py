@@ -123,7 +123,7 @@ class MemoryService:
                                       "call the tool again.")
         session = self.session()
         ctx = session.tool_context()
-        ctx.progress = None
+        ctx.progress, ctx.via = None, self.via or "a memory service"
         arguments = dict(arguments)
         try:
             if tool.validate is not None:

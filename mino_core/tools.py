@@ -93,6 +93,9 @@ class ToolContext:
     # Output as it arrives, for the screen only (``progress(text)``); the model still gets
     # the result. None where nothing is shown live (a pipe, evals).
     progress: Callable[[str], None] | None = None
+    # Who made the call when it is not the model in a turn ("mino mcp serve"), for a tool
+    # that records where a write came from; "" in a turn.
+    via: str = ""
 
     def section(self, name: str) -> dict[str, Any]:
         """A plugin's own section of config.yaml (an empty dict when absent)."""

@@ -322,7 +322,8 @@ def run_save(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 req.fact(node, args["key"], args["value"])
                 place = {"user": "the user's profile",
                          "project": f"{PROJECT_PREFIX}{identity}"}.get(where, f"#{node}")
-            how = "approved by the user" if ctx.previewed and ctx.mode != "bypass" else \
+            how = f"allowed by {ctx.via}" if getattr(ctx, "via", "") else \
+                "approved by the user" if ctx.previewed and ctx.mode != "bypass" else \
                 f"{ctx.mode} mode"
             req.commit_log(node, "provenance",
                            f"fact {args['key']!r}: session {ctx.session_id}, source memory_save, "
