@@ -52,6 +52,7 @@ class MemoryService:
         self.via = via
         self.err = err or sys.stderr
         self._session = None
+        self._tools: dict[str, Any] | None = None
 
     @classmethod
     def for_context(cls, context: Any, **kwargs: Any) -> "MemoryService":
@@ -66,10 +67,30 @@ class MemoryService:
         return self.host.backend
 
     def tools(self) -> dict[str, Any]:
-        """The active backend's own tools, by name."""
-        owners = {name for name, info in self.host.plugins.items()
-                  if info.backend and info.backend == self.host.backend}
-        return {name: tool for name, tool in self.host.tools.items() if tool.plugin in owners}
+        """The active backend's own tools, by name. Only the backend's ``register_tools``
+        is called: collecting every plugin's would start what they start to list tools
+        (an MCP client's servers, a sandbox probe) for nothing."""
+        if self._tools is None:
+            from .tools import Tool
+
+            owners = {name for name, info in self.host.plugins.items()
+                      if info.backend and info.backend == self.host.backend}
+            found: dict[str, Any] = {}
+            for impl in self.host.pm.hook.register_tools.get_hookimpls():
+                if impl.plugin_name not in owners:
+                    continue
+                try:
+                    made = impl.function(context=self.host.context) or []
+                except Exception as exc:  # noqa: BLE001 - one line, as any hook failure
+                    self.host.errors.append(f"Plugin {impl.plugin_name} failed in register_tools: "
+                                            f"{type(exc).__name__}: {exc}")
+                    continue
+                for tool in made:
+                    if isinstance(tool, Tool):
+                        tool.plugin = impl.plugin_name
+                        found.setdefault(tool.name, tool)
+            self._tools = found
+        return self._tools
 
     def search(self, query: str, limit: int = 5) -> list[MemoryHit]:
         for _, hits in self.host.call("memory_search", query=query, limit=limit,

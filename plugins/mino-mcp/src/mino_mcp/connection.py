@@ -125,7 +125,7 @@ class Connection:
 
             http = create_mcp_http_client(headers=dict(self.spec.headers))
             return _HttpTransport(streamable_http_client(self.spec.url, http_client=http), http)
-        from mcp import StdioServerParameters
+        from mcp import StdioServerParameters, stdio_client
 
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # The server's stderr goes to a log file, never to the terminal: it is text from
@@ -133,8 +133,9 @@ class Connection:
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._errlog = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         command, *args = self.spec.command
-        return StdioServerParameters(command=command, args=args, env=dict(self.spec.env) or None,
-                                     cwd=self.spec.cwd or str(self.project_root))
+        params = StdioServerParameters(command=command, args=args, env=dict(self.spec.env) or None,
+                                       cwd=self.spec.cwd or str(self.project_root))
+        return stdio_client(params, errlog=self._errlog)
 
     def stop(self) -> None:
         """Stop the server (stdin closed, then terminated) and forget a failure, so the
