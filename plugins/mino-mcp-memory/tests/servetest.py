@@ -8,6 +8,21 @@ from pathlib import Path
 from mino_core.testing import isolated_env, mino_command
 
 
+HERE = Path(__file__).parent
+
+
+def toy_env(tmp_path: Path) -> dict:
+    """PYTHONPATH for a mino that also loads the tests' toy backend from its entry point."""
+    dist = tmp_path / "toy-path" / "mino_toy_memory-0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mino-toy-memory\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text("[mino]\nmino-toy-memory = toy_backend\n")
+    import os
+
+    path = os.pathsep.join([str(tmp_path / "toy-path"), str(HERE)])
+    return {"PYTHONPATH": path, "MINO_MEMORY_BACKEND": "toy"}
+
+
 def configure(home: Path, text: str) -> None:
     (home / "config.yaml").write_text(text, encoding="utf-8")
 

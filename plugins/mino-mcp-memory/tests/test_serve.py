@@ -9,11 +9,16 @@ import time
 import pytest
 
 from mino_core.testing import isolated_env, mino_command
-from servetest import configure, run, served, text
+from servetest import configure, run, served, text, toy_env
+
+INSTALLED = {ep.name for ep in __import__("importlib.metadata").metadata.entry_points(group="mino")}
+graph = pytest.mark.skipif("mino-memory-graph" not in INSTALLED, reason="the graph backend is not installed")
+files = pytest.mark.skipif("mino-memory-files" not in INSTALLED, reason="the files backend is not installed")
 
 SAVE = {"where": "user", "key": "package manager", "value": "pnpm, never npm"}
 
 
+@graph
 def test_lists_read_only_tools_unless_saving_is_allowed(home, project):
     async def go():
         async with served(home, project) as client:
@@ -32,6 +37,7 @@ def test_lists_read_only_tools_unless_saving_is_allowed(home, project):
     assert by_name["memory_view"].input_schema["required"] == ["node"]  # the graph backend's own
 
 
+@graph
 def test_search_finds_a_saved_fact_with_its_label_and_provenance(home, project):
     async def go():
         async with served(home, project, "--allow-save") as client:
@@ -50,6 +56,7 @@ def test_search_finds_a_saved_fact_with_its_label_and_provenance(home, project):
     assert "pnpm, never npm" in text(view)
 
 
+@graph
 def test_save_is_refused_when_not_allowed_and_nothing_is_kept(home, project):
     async def go():
         async with served(home, project) as client:
@@ -64,6 +71,7 @@ def test_save_is_refused_when_not_allowed_and_nothing_is_kept(home, project):
         (home / "graph" / "journal.jsonl").read_text()
 
 
+@graph
 @pytest.mark.parametrize("value", [
     "the deploy key is sk-live-0123456789abcdefghijkl",
     "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEA",
@@ -81,6 +89,7 @@ def test_a_secret_is_refused_even_with_saving_allowed(home, project, value):
     assert not journal.exists() or value.split()[-1] not in journal.read_text()
 
 
+@graph
 def test_instruction_like_text_is_refused_too(home, project):
     async def go():
         async with served(home, project, "--allow-save") as client:
@@ -91,6 +100,7 @@ def test_instruction_like_text_is_refused_too(home, project):
     assert result.is_error and "Refused" in text(result)
 
 
+@graph
 def test_a_deny_rule_in_config_holds_with_saving_allowed(home, project):
     configure(home, "permissions:\n  deny: [memory_save]\n")
 
@@ -102,6 +112,7 @@ def test_a_deny_rule_in_config_holds_with_saving_allowed(home, project):
     assert result.is_error and "deny rule memory_save" in text(result)
 
 
+@graph
 def test_bad_arguments_get_a_clear_error(home, project):
     async def go():
         async with served(home, project, "--allow-save") as client:
@@ -129,6 +140,7 @@ def test_bad_arguments_get_a_clear_error(home, project):
     assert "There is no tool 'memory_forget'" in said[7]
 
 
+@files
 def test_the_files_backend_serves_too(home, project):
     configure(home, "memory:\n  backend: files\n")
     save = {"name": "uses-pnpm", "type": "project", "summary": "This project installs with pnpm.",
@@ -153,6 +165,7 @@ def test_the_files_backend_serves_too(home, project):
     assert "pnpm" in text(view)
 
 
+@graph
 def test_http_needs_the_token(home, project):
     from mcp import Client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -201,3 +214,30 @@ def test_installed_and_listed(home):
     help_text = subprocess.run([*mino_command(), "mcp", "serve", "--help"], env=isolated_env(home),
                                capture_output=True, text=True, timeout=120).stdout
     assert "--allow-save" in help_text and "--http" in help_text
+
+
+def test_any_backend_through_the_core_hooks(home, project, tmp_path):
+    """A backend of the tests' own (runs where mino's backends are not installed)."""
+    env = toy_env(tmp_path)
+
+    async def go():
+        async with served(home, project, "--allow-save", env=env) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            saved = await client.call_tool("memory_save", {"text": "the build runs on ci-7"})
+            secret = await client.call_tool("memory_save", {"text": "SECRET sauce"})
+            bad = await client.call_tool("memory_save", {"text": 7})
+        async with served(home, project, env=env) as client:
+            refused = await client.call_tool("memory_save", {"text": "more"})
+            found = await client.call_tool("memory_search", {"query": "build"})
+            view = await client.call_tool("memory_view", {"index": 0})
+        return names, saved, secret, bad, refused, found, view
+
+    names, saved, secret, bad, refused, found, view = run(go())
+    assert names == ["memory_save", "memory_search", "memory_view"]
+    assert not saved.is_error
+    assert secret.is_error and "a toy secret" in text(secret)
+    assert bad.is_error and "text must be string" in text(bad)
+    assert refused.is_error and "--allow-save" in text(refused)
+    assert "#0" in text(found) and "ci-7" in text(found) and "backend toy" in text(found)
+    assert text(view) == "the build runs on ci-7"
+    assert json.loads((home / "toy.json").read_text()) == ["the build runs on ci-7"]
