@@ -15,9 +15,9 @@ _EXPORTS = {
     "ToolCall": "tools", "ToolContext": "tools", "ToolResult": "tools",
     "ToolOutcome": "turn_data", "TurnInfo": "turn_data", "TurnRecord": "turn_data", "visible": "confirm",
     "load_yaml": "yaml_safe",
-    "atomic_write": "atomic", "PathChanged": "atomic", "Session": "session",
+    "atomic_write": "atomic", "PathChanged": "atomic", "STALE_SECONDS": "atomic", "Session": "session",
     "MemoryBackend": "backends", "ModelAPI": "model_api", "StreamReader": "model_api",
-    "plugin_logger": "notices", "notice": "notices",
+    "plugin_logger": "notices", "notice": "notices", "Response": "output",
     "MemoryHit": "memory_api", "MemoryService": "memory_api",
 }
 
@@ -41,9 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .turn_data import ToolOutcome, TurnInfo, TurnRecord
     from .confirm import visible
     from .yaml_safe import load_yaml
-    from .atomic import PathChanged, atomic_write
+    from .atomic import STALE_SECONDS, PathChanged, atomic_write
     from .session import Session
     from .memory_api import MemoryHit, MemoryService
     from .backends import MemoryBackend
     from .model_api import ModelAPI, StreamReader
     from .notices import notice, plugin_logger
+    from .output import Response

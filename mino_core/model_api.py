@@ -40,7 +40,8 @@ class ModelAPI:
     ``tools``, ``max_output_tokens``...; see ``mino_core.request``) and returns the JSON
     body to POST to ``path`` under the configured base URL; ``stream: true`` is added.
     ``reader(ui)`` makes a fresh :class:`StreamReader` per attempt (``ui`` may be None;
-    a reader may call ``ui.text(delta)`` to print the answer as it arrives).
+    a reader shows the answer as it arrives with ``ui.assistant_start()`` once, then
+    ``ui.text_delta(delta)``).
     ``stop_at_final``: stop reading once ``reader.final`` is set (Responses ends there;
     chat completions reads on to ``[DONE]`` for the usage chunk).
     """

@@ -12,13 +12,14 @@ a plugin moves over by changing the line that makes its logger.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 from .logs import get_logger
 
 _lock = threading.Lock()
-_pending: list[str] = []
 MAX_PENDING = 100  # a plugin in a loop of warnings must not grow memory without bound
+_pending: "deque[str]" = deque(maxlen=MAX_PENDING)  # past it, the oldest go first
 
 
 def notice(text: str) -> None:
@@ -27,8 +28,7 @@ def notice(text: str) -> None:
     if not line:
         return
     with _lock:
-        if len(_pending) < MAX_PENDING:
-            _pending.append(line)
+        _pending.append(line)
 
 
 def drain() -> list[str]:

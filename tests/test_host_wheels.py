@@ -108,7 +108,7 @@ def test_pip_install_of_the_wheels_swaps_the_backend_as_promised(wheels, tmp_pat
     assert where.stdout.startswith(str(env_dir)), "mino_core came from the checkout, not the wheel"
     data, plugins = listing()
     assert data["memory_backend"] == "graph" and data["errors"] == []
-    assert set(plugins) == {"mino.policy", "mino.skills", "mino-memory-graph"}
+    assert set(plugins) == {"mino.apis", "mino.policy", "mino.skills", "mino-memory-graph"}
     assert plugins["mino-memory-graph"]["status"] == "loaded"
     assert "search" in mino("memory", "--help")
 
@@ -125,3 +125,74 @@ def test_pip_install_of_the_wheels_swaps_the_backend_as_promised(wheels, tmp_pat
     assert sorted(plugins["mino-memory-files"]["tools"]) == ["memory_save", "memory_view"]
     commands = mino("memory", "--help")
     assert "doctor" in commands and "import-files" not in commands
+
+
+THIRD_PARTY = ROOT / "tests" / "third_party" / "mino-sqlite-memory"
+
+
+def test_a_third_party_backend_command_and_model_api_need_no_core_edit(wheels, tmp_path, scripted_server):
+    """A plugin as a third party writes it (tests/third_party/mino-sqlite-memory, only
+    mino_core's public API), built as a wheel and installed with mino-core and the graph
+    backend in a fresh venv: ``memory.backend: sqlite`` chooses it over graph's higher
+    priority, a turn runs through its own model API (``api: plain-chat``) and its
+    front_input, ``mino memory list`` is its command, ``mino sqlite-count`` its top-level
+    command; its session_start warning arrives as a notice."""
+    import shutil as _shutil
+
+    src = tmp_path / "src"
+    _shutil.copytree(THIRD_PARTY, src, ignore=_shutil.ignore_patterns("*.egg-info", "build"))
+    out = tmp_path / "dist"
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                           "--no-build-isolation", "--disable-pip-version-check", "-w", str(out), str(src)],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    [plugin_wheel] = out.glob("mino_sqlite_memory-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    bin_dir = env_dir / "bin"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install",
+                           "-q", "--disable-pip-version-check", "-c", str(ROOT / "constraints.txt"),
+                           str(wheels["mino-core"]), str(wheels["mino-memory-graph"]), str(plugin_wheel)],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MINO_", "OPENAI_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(MINO_HOME=str(home), MINO_BASE_URL=scripted_server.base_url, MINO_PROJECT=str(tmp_path))
+
+    def mino(*args, code=0):
+        done = subprocess.run([str(bin_dir / "mino"), *args], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == code, done.stderr
+        return done
+
+    # Without config, graph's declared priority (100) beats sqlite's (5).
+    data = json.loads(mino("plugins", "--json").stdout)
+    assert data["memory_backend"] == "graph" and data["errors"] == []
+    (home / "config.yaml").write_text("memory:\n  backend: sqlite\napi: plain-chat\n")
+    data = json.loads(mino("plugins", "--json").stdout)
+    mine = {p["name"]: p for p in data["plugins"]}
+    assert data["memory_backend"] == "sqlite" and "config.yaml" in data["memory_backend_reason"]
+    assert mine["mino-memory-graph"]["status"] == "inactive"
+    assert mine["mino-sqlite-memory"]["status"] == "loaded"
+
+    scripted_server.add({"text": "noted"}, {"require": ["Saved earlier in sqlite", "- the port is 8080"],
+                                            "text": "it is 8080"})
+    first = mino("-p", "the port is 8080")
+    assert first.stdout == "noted\n" and "sqlite memory open for session" in first.stderr
+    second = json.loads(mino("-p", "which port?", "--output-format", "json").stdout)
+    assert second["answer"] == "it is 8080" and scripted_server.failures == []
+    assert scripted_server.paths == ["/v1/chat/completions"] * 2  # its API, not /responses
+    assert all(body.get("user") == "mino-sqlite-memory" for body in scripted_server.requests)
+    assert (home / "sqlite-memory" / "memory.db").is_file() and not (home / "graph").exists()
+
+    assert mino("memory", "list").stdout == "1: the port is 8080\n2: which port?\n"
+    assert json.loads(mino("sqlite-count", "--json").stdout) == {"notes": 2}
+    assert "sqlite-count" in mino("--help").stdout
+
+    # A backend name nobody installed is one line naming the installed ones; exit 2.
+    (home / "config.yaml").write_text("memory:\n  backend: vector\n")
+    refused = mino("-p", "hi", code=2)
+    assert "memory.backend: found 'vector' (text); allowed: one of graph, sqlite" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1

@@ -164,6 +164,19 @@ def test_every_hookspec_is_documented_with_an_example():
         assert "Called" in doc and "Example::" in doc and "@hookimpl" in doc, spec.__name__
 
 
+def test_every_hookspec_and_public_name_is_in_the_plugin_guide():
+    """docs/plugins.md's table names every hook with its arguments, and the guide names
+    every public export: a hook or a name added without its documentation fails here."""
+    import mino_core
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
+    for name, spec in inspect.getmembers(hookspecs, inspect.isfunction):
+        if hasattr(spec, "mino_spec"):
+            args = ", ".join(inspect.signature(spec).parameters)
+            assert f"| `{name}({args})` |" in guide, name
+    assert [n for n in mino_core.__all__ if f"`{n}`" not in guide] == []
+
+
 PROBE_RETURNS = {
     "register_tools": "[Tool('probe_tool', 'p', {'type': 'object'}, read_only=True, "
                       "run=lambda a, c: ToolResult.completed('probed'))]",

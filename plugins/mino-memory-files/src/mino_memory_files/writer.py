@@ -11,8 +11,7 @@ import re
 import time
 from pathlib import Path
 
-from mino_core import atomic_write
-from mino_core.atomic import STALE_SECONDS
+from mino_core import STALE_SECONDS, atomic_write
 
 from .names import SUFFIX
 from .store import Memory, fingerprint, format_memory

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import math
 import os
 import re
@@ -28,9 +27,11 @@ from collections import Counter
 from itertools import chain, islice
 from pathlib import Path
 
+from mino_core import plugin_logger
+
 from .siphash import rust_pair_hash, rust_str_hash, siphash13_many
 
-log = logging.getLogger("mino.memory.graph")
+log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
 DIM = 256
 _TOKEN = re.compile(rb"[a-z0-9]{2,}")

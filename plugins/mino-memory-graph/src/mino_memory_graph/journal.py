@@ -17,15 +17,16 @@ from __future__ import annotations
 import fcntl
 import gc
 import json
-import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from mino_core import plugin_logger
+
 from . import ops as _ops
 from .model import ApplyError, Graph
 
-log = logging.getLogger("mino.memory.graph")
+log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
 RAW_CAP = 4096
 # A journal line longer than this (newline not counted) is quarantined without being

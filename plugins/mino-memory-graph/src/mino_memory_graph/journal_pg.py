@@ -35,7 +35,6 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
-import logging
 import os
 import select
 import socket
@@ -45,11 +44,13 @@ from pathlib import Path
 
 import psycopg
 
+from mino_core import plugin_logger
+
 from . import shared_url as _url
 from .journal import Journal, sibling
 from .store import MemoryError_
 
-log = logging.getLogger("mino.memory.graph")
+log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
 TABLE = "mino_journal"
 # Which table a copy holds: its oid and its file. A table made again has a new oid, and a

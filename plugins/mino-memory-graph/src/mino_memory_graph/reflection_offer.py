@@ -3,14 +3,15 @@ confirmation through the permission decision, then the writes; and a skill file 
 only on the user's explicit yes."""
 from __future__ import annotations
 
-import logging
 from pathlib import Path
+
+from mino_core import plugin_logger
 
 from . import reflect
 from .memories import Memory
 from .recall_block import HIDDEN_KEYS
 
-log = logging.getLogger("mino.memory.graph")
+log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
 REFLECTION_TITLE = "memory_reflection"
 SKILL_TITLE = "memory_skill_file"

@@ -19,18 +19,19 @@ shared lock just long enough to catch up.
 """
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from mino_core import plugin_logger
+
 from . import ops as _ops
 from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
 
-log = logging.getLogger("mino.memory.graph")
+log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
 
 def _cache():
