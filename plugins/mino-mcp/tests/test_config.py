@@ -69,6 +69,11 @@ def test_fingerprint_changes_with_the_launch_not_with_timeouts():
     assert a.fingerprint() != b.fingerprint() and a.fingerprint() == c.fingerprint()
 
 
+def test_where_shows_no_secret_part_of_a_url():
+    s = read({"api": {"url": "https://user:pw@example.com:8443/mcp?key=abc"}})
+    assert s.servers["api"].where() == "https://example.com:8443/mcp"
+
+
 def test_tool_names():
     assert names.tool_name("gh", "get_issue") == "mcp__gh__get_issue"
     assert names.tool_name("gh", "repo.list/all") == "mcp__gh__repo_list_all"

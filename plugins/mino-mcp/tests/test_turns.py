@@ -161,7 +161,7 @@ def test_stdio_servers_are_sandboxed_by_default(harness, scripted_server):
 
 
 def test_http_server_tool_and_resource(harness, scripted_server, http_demo):
-    h = harness({"web": {"type": "http", "url": http_demo}}, approve="all")
+    h = harness({"web": {"type": "http", "url": http_demo}}, approve={"mcp__web__echo": True})
     scripted_server.add(call("mcp__web__echo", text="over http"))
     scripted_server.add(call("mcp__web__resources"))
     scripted_server.add(call("mcp__web__resources", uri="notes://today"))
@@ -169,6 +169,14 @@ def test_http_server_tool_and_resource(harness, scripted_server, http_demo):
     h.turn("go")
     echo, listing, note = outputs(h.session)
     assert echo["status"] == "completed" and "over http" in echo["output"]
+    # reading resources asks too (a URI reaches the server): denied until allowed
+    assert listing["status"] == note["status"] == "denied"
+    h = harness({"web": {"type": "http", "url": http_demo}}, approve="all")
+    scripted_server.add(call("mcp__web__resources"))
+    scripted_server.add(call("mcp__web__resources", uri="notes://today"))
+    scripted_server.add({"text": "ok"})
+    h.turn("go")
+    listing, note = outputs(h.session)
     assert "notes://today" in listing["output"]
     assert note["status"] == "completed" and "ci-7" in note["output"]
     assert "data from outside mino" in note["output"]

@@ -57,8 +57,16 @@ class ServerSpec:
         return self.enabled_tools is None or tool in self.enabled_tools
 
     def where(self) -> str:
-        """The server for people: its command line or its URL (no header values)."""
-        return " ".join(self.command) if self.transport == "stdio" else self.url
+        """The server for people: its command line or its URL (no header values, no user
+        or password, no query string: those may hold a key)."""
+        if self.transport == "stdio":
+            return " ".join(self.command)
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 @dataclass

@@ -140,7 +140,12 @@ class Servers:
                              daemon=True).start()
 
     def stop_all(self) -> None:
-        for conn in self.connections.values():
-            conn.stop()
+        """Stop every server, in parallel: each may take a few seconds to leave."""
+        threads = [threading.Thread(target=c.stop, name=f"mino-mcp-stop-{n}", daemon=True)
+                   for n, c in self.connections.items() if c.state != "stopped" or c._task is not None]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         with self._lock:
             self._reported.clear()
