@@ -4,11 +4,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import yaml
 
 from mino_core.testing import isolated_env, mino_command
-from mcptest import stdio_server
+from mcptest import called, stdio_server
 
 
 def mino(home, *args, timeout=180):
@@ -73,3 +74,40 @@ def test_host_shutdown_stops_every_server(harness):
     assert conn.state == "ready"
     h.agent.host.shutdown()
     assert conn.state == "stopped"
+
+
+def test_mino_p_calls_a_server_tool_and_leaves_no_server_behind(mino_home, tmp_path, scripted_server,
+                                                                 calls):
+    """The real mino, headless: the call is allowed with --allow, and when mino exits the
+    server is gone (session_end and host_shutdown stopped it)."""
+    import os
+
+    project = tmp_path / "project"
+    project.mkdir()
+    pidfile = tmp_path / "server.pid"
+    entry = stdio_server(calls)
+    entry["command"] = [sys.executable, "-c",
+                        f"import os, runpy, sys; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+                        f"sys.argv = [{entry['command'][1]!r}]; runpy.run_path(sys.argv[0], run_name='__main__')"]
+    configure(mino_home, {"demo": entry})
+    scripted_server.add({"calls": [{"name": "mcp__demo__add", "arguments": {"a": 20, "b": 22}}]},
+                        {"text": "the sum is 42", "require": "42"})
+    env = {**isolated_env(mino_home), "MINO_BASE_URL": scripted_server.base_url,
+           "MINO_PROJECT": str(project), "OPENAI_API_KEY": "test"}
+    out = subprocess.run([*mino_command(), "-p", "add them", "--allow", "mcp__demo__*"], env=env,
+                         capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert "the sum is 42" in out.stdout and called(calls) == ["add"]
+    pid = int(pidfile.read_text())
+    deadline = __import__("time").monotonic() + 30
+    while __import__("time").monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        if state == "Z":  # exited; an init that does not reap (a container) keeps the entry
+            break
+        __import__("time").sleep(0.2)
+    else:
+        raise AssertionError("the MCP server outlived mino")
