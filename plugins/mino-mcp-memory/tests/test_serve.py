@@ -167,8 +167,8 @@ def test_the_files_backend_serves_too(home, project):
 
 @graph
 def test_http_needs_the_token(home, project):
+    import httpx2
     from mcp import Client
-    from mcp.shared._httpx_utils import create_mcp_http_client
     from mcp.client.streamable_http import streamable_http_client
 
     token = "t" * 24
@@ -189,14 +189,12 @@ def test_http_needs_the_token(home, project):
         assert token not in line
 
         async def go(headers):
-            http = create_mcp_http_client(headers=headers)
+            http = httpx2.AsyncClient(headers=headers, timeout=60)
             async with http:
                 async with Client(streamable_http_client(url, http_client=http)) as client:
                     return sorted(t.name for t in (await client.list_tools()).tools)
 
         assert run(go({"Authorization": f"Bearer {token}"})) == ["memory_search", "memory_view"]
-        import httpx2
-
         for wrong in ({}, {"Authorization": "Bearer nope"}, {"Authorization": token}):
             answer = httpx2.post(url, headers={**wrong, "Accept": "application/json, text/event-stream"},
                                  json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)

@@ -120,10 +120,13 @@ class Connection:
 
     def _target(self):
         if self.spec.transport == "http":
+            import httpx2
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = create_mcp_http_client(headers=dict(self.spec.headers))
+            # The SDK's own defaults: 30 s to connect or write, 300 s to read (a server may
+            # hold a stream open); redirects are the transport's to follow, within the origin.
+            http = httpx2.AsyncClient(headers=dict(self.spec.headers),
+                                      timeout=httpx2.Timeout(30.0, read=300.0))
             return _HttpTransport(streamable_http_client(self.spec.url, http_client=http), http)
         from mcp import StdioServerParameters, stdio_client
 
