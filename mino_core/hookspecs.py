@@ -1,13 +1,14 @@
 """The contract between the core and its plugins: every hook, documented in one place.
 
 Each hook lists when it is called, with what, what its return means, and an example. The
-core's own behaviour (the default permission policy; the skills catalog and skill_view) is
-implemented through these same hooks by the plugins in ``mino_core.builtin``. Call hooks
-with keywords. The host calls them through pluggy, so ``@hookimpl(tryfirst=True)``,
-``trylast=True``, ``wrapper=True`` and ``hookwrapper=True`` work as pluggy documents;
-inside each of those classes implementations run in plugin-name order, and each plain
-implementation is contained, so one failing plugin never silences another. An
-implementation of a hook that is not listed here is refused at load time.
+core's own behaviour (the default permission policy; the skills catalog and skill_view;
+the Responses and chat completions adapters) is implemented through these same hooks by
+the plugins in ``mino_core.builtin``. Call hooks with keywords. The host calls them with pluggy's markers and semantics, so
+``@hookimpl(tryfirst=True)``, ``trylast=True``, ``wrapper=True`` and ``hookwrapper=True``
+work as pluggy documents; inside each of those classes implementations run in
+plugin-name order, and each implementation is contained, so one failing plugin never
+silences another. An implementation of a hook that is not listed here is refused at
+load time.
 """
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ a plugin moves over by changing the line that makes its logger.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from typing import Any
@@ -22,13 +23,32 @@ MAX_PENDING = 100  # a plugin in a loop of warnings must not grow memory without
 _pending: "deque[str]" = deque(maxlen=MAX_PENDING)  # past it, the oldest go first
 
 
+_sink: list = []  # while a plugin command runs: where notices go at once (stderr)
+
+
 def notice(text: str) -> None:
     """Queue one line for the person (any thread); shown at the front end's next chance."""
     line = " ".join(str(text).split())
     if not line:
         return
+    if _sink:
+        _sink[-1](line)
+        return
     with _lock:
         _pending.append(line)
+
+
+@contextlib.contextmanager
+def shown_by(sink):
+    """While this runs, notices go to ``sink`` at once (a plugin command: nobody drains a
+    queue there); what was queued before goes first."""
+    for line in drain():
+        sink(line)
+    _sink.append(sink)
+    try:
+        yield
+    finally:
+        _sink.remove(sink)
 
 
 def drain() -> list[str]:

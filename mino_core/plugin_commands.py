@@ -63,10 +63,14 @@ class _Escaping(io.TextIOBase):
 
 @contextlib.contextmanager
 def escaped_output():
+    """Escaped streams, and plugins' notices (``plugin_logger`` warnings) on stderr at once."""
+    from .notices import shown_by
+
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Escaping(sys.stdout), _Escaping(sys.stderr)
     try:
-        yield
+        with shown_by(lambda line: echo(line, err=True)):
+            yield
     finally:
         sys.stdout, sys.stderr = saved
 
@@ -194,8 +198,8 @@ class TopLevel(PromptGroup):
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
-        if command is not None or name.startswith("-"):
-            return command
+        if command is not None or name.startswith("-") or ctx.params.get("prompt") is not None:
+            return command  # with -p, words are the prompt: no plugin host for them
         group = self._plugins(ctx)
         command = group.commands.get(name) if group is not None else None
         if command is not None:

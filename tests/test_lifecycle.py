@@ -168,3 +168,5 @@ def test_words_that_name_no_command_are_still_the_first_message(probe, scripted_
     result = probe.run("-p", "fix", "the", "bug")
     assert result.returncode == 0 and result.stdout == "fixed\n", result.stderr
     assert "fix the bug" in json.dumps(scripted_server.requests[-1])
+    # with -p the words are the prompt: no second plugin host was built to look them up
+    assert [e.split()[0] for e in probe.events()] == ["start", "end", "shutdown"]
