@@ -79,3 +79,10 @@ def test_tool_names():
     assert names.tool_name("gh", "repo.list/all") == "mcp__gh__repo_list_all"
     long_a, long_b = names.tool_name("gh", "x" * 100 + "a"), names.tool_name("gh", "x" * 100 + "b")
     assert len(long_a) == 64 and long_a != long_b
+
+
+def test_the_schema_mino_checks_at_start_matches_the_defaults():
+    from mino_mcp import plugin
+
+    section = plugin.config_schema(None)["mcp"]["properties"]
+    assert section["output_cap"]["default"] == config.DEFAULT_OUTPUT_CAP

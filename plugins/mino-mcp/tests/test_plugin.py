@@ -22,7 +22,8 @@ def configure(home, servers):
 
 
 def test_importing_the_plugin_does_not_import_the_sdk():
-    code = "import sys, mino_mcp.plugin; print('mcp' in sys.modules or 'pydantic' in sys.modules)"
+    code = ("import sys, mino_mcp.plugin; mino_mcp.plugin.config_schema(None); "
+            "print('mcp' in sys.modules or 'pydantic' in sys.modules or 'mino_mcp.config' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
 

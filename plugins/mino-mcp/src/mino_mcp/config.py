@@ -209,14 +209,3 @@ def _mapping(entry: dict, key: str, environ) -> list[tuple[str, str]]:
             raise ValueError(f"{key}.{k} must be a string")
         out.append((str(k), expand(str(v), environ)))
     return out
-
-
-def schema() -> dict:
-    """The section for ``config_schema``: checked loosely here (servers are checked one by
-    one by ``read``, so one wrong server is left out without dropping the others)."""
-    return {"mcp": {"type": "object", "additionalProperties": False, "properties": {
-        "servers": {"type": "object", "description": "MCP servers by name: {command, args, env} "
-                                                     "or {url, headers}"},
-        "output_cap": {"type": "integer", "minimum": 1, "default": DEFAULT_OUTPUT_CAP},
-        "sandbox": {"type": "boolean", "default": True},
-    }}}

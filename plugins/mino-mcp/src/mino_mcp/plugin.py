@@ -53,9 +53,15 @@ def register_tools(context):
 
 @hookimpl
 def config_schema(context):
-    from .config import schema
-
-    return schema()
+    """``mcp:`` checked loosely at start (a number here, not config.py's import: mino asks
+    this of every plugin at every start); each server is checked by config.read, so one
+    wrong server is left out with one line and the others stay."""
+    return {"mcp": {"type": "object", "additionalProperties": False, "properties": {
+        "servers": {"type": "object", "description": "MCP servers by name: {command, args, env} "
+                                                     "or {url, headers}"},
+        "output_cap": {"type": "integer", "minimum": 1, "default": 30_000},
+        "sandbox": {"type": "boolean", "default": True},
+    }}}
 
 
 @hookimpl
