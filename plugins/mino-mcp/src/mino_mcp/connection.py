@@ -90,6 +90,11 @@ class Connection:
                            "(startup_timeout_sec)")
             except Exception as exc:  # noqa: BLE001 - any failure to start is one notice
                 self._fail(f"it did not start: {_describe(exc)}{self._stderr_hint()}")
+            except BaseException:  # Ctrl-C while waiting: no half-started server is left
+                self._task.cancel()
+                self._task, self.state = None, "stopped"
+                self._close_log()
+                raise
             self.listing, self.state = listing, "ready"
             return listing
 
