@@ -134,8 +134,11 @@ def test_a_failed_turn_still_ends_the_session_and_shuts_down(probe, scripted_ser
 
 def test_ctrl_c_while_the_model_answers_still_shuts_down(probe, scripted_server):
     scripted_server.add({"text": "slow " * 200, "delay": 0.2})
+    # SIGINT as a terminal has it: a suite started in the background (``&``) runs with it
+    # ignored, and the child would inherit that
     proc = subprocess.Popen([*mino_command(), "-p", "hi"], env=probe.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for _ in range(600):  # until the request is in flight (no time bound on the run)
             if scripted_server.requests:
