@@ -31,6 +31,7 @@ class Agent:
         self.context = PluginContext(home=home, project_root=project_root, config=self.config)
         self.host = host or build_host(self.context, extra=extra_plugins)
         self.client = client if client is not None else ModelClient(model_settings(self.config))
+        self.client.configure(self.config)  # the limits hold from the first request (/compact too)
         self.session: Session | None = None
 
     @property
