@@ -12,6 +12,8 @@ from typing import Any
 def plugins() -> dict[str, Any]:
     """The core's plugins by name, new objects on every call."""
     from .policy import DefaultPolicy
+    from .project_instructions import ProjectInstructionsPlugin
     from .skills import SkillsPlugin
 
-    return {"mino.policy": DefaultPolicy(), "mino.skills": SkillsPlugin()}
+    return {"mino.policy": DefaultPolicy(), "mino.skills": SkillsPlugin(),
+            "mino.instructions": ProjectInstructionsPlugin()}
