@@ -24,3 +24,22 @@ def graph_only(monkeypatch):
     loop.forget_open()
     yield
     loop.forget_open()
+
+
+# A throwaway PostgreSQL cluster for the shared-journal tests, one per test module.
+@pytest.fixture(scope="module")
+def pg():
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'mino-memory-graph[postgres]')")
+    from pg_server import PgServer, Unavailable
+
+    server = PgServer()
+    try:
+        server.start()
+    except Unavailable as e:
+        server.close()
+        pytest.skip(f"PostgreSQL cannot start here: {e}")
+    yield server
+    server.close()

@@ -174,24 +174,6 @@ def test_the_block_says_an_imported_memory_came_from_an_import(run, scripted_ser
     assert scripted_server.failures == []
 
 
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed (pip install 'mino-memory-graph[postgres]')")
-    from pg_server import PgServer, Unavailable
-
-    server = PgServer()
-    try:
-        server.start()
-    except Unavailable as e:
-        server.close()
-        pytest.skip(f"PostgreSQL cannot start here: {e}")
-    yield server
-    server.close()
-
-
 def test_a_teammates_memory_in_the_shared_journal_says_it_came_from_a_teammate(
         run, scripted_server, pg, tmp_path):
     db = pg.new_database()

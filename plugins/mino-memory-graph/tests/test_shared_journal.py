@@ -18,25 +18,8 @@ from mino_memory_graph.model import Graph
 from mino_memory_graph.store import Store
 
 from graphtest import mino
-from pg_server import PgServer, Unavailable
 
 WRITER = str(Path(__file__).with_name("shared_writer_proc.py"))
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed (pip install 'mino-memory-graph[postgres]')")
-    server = PgServer()
-    try:
-        server.start()
-    except Unavailable as e:
-        server.close()
-        pytest.skip(f"PostgreSQL cannot start here: {e}")
-    yield server
-    server.close()
 
 
 def cfg(url):
