@@ -20,6 +20,7 @@ _EXPORTS = {
     "plugin_logger": "notices", "notice": "notices", "Response": "output",
     "find_secrets": "secret_scan", "redact_secrets": "secret_scan",
     "AUTHORITY": "memory_filter", "CURL_TO_SHELL": "memory_filter", "EXFILTRATION": "memory_filter", "INSTRUCTION": "memory_filter", "MARKUP": "memory_filter", "escape": "memory_filter", "observed": "memory_filter", "refusal": "memory_filter", "shown": "memory_filter",
+    "ProtectedPath": "protected", "Rules": "permissions",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -50,3 +51,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from .output import Response
     from .secret_scan import find_secrets, redact_secrets
     from .memory_filter import AUTHORITY, CURL_TO_SHELL, EXFILTRATION, INSTRUCTION, MARKUP, escape, observed, refusal, shown
+    from .protected import ProtectedPath
+    from .permissions import Rules

@@ -165,6 +165,7 @@ def plugins(as_json):
     """List plugins: distribution, version, hooks, tools, status; the memory backend."""
     host, _ = _host()
     host.collect_tools()  # the listing shows each plugin's tools and any clash
+    host.protected_paths()  # what plugins protect, for the sandbox's notes
     for name, notes in host.call("plugin_notes", context=host.context):
         host.plugins[name].notes.extend(str(n) for n in notes)
     infos = list(host.plugins.values())

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model_api import ModelAPI
     from .permissions import Decision
     from .plugins import PluginContext
+    from .protected import ProtectedPath
     from .session import Session
     from .tools import Tool, ToolCall
     from .turn_data import ToolOutcome, TurnInfo, TurnRecord
@@ -331,4 +332,25 @@ def config_schema(context: "PluginContext") -> "dict[str, dict] | None":
         def config_schema(context):
             return {"clock": {"type": "object", "additionalProperties": False, "properties": {
                 "format": {"enum": ["12h", "24h"], "default": "24h"}}}}
+    """
+
+
+@hookspec
+def protected_paths(context: "PluginContext") -> "list[ProtectedPath | tuple | str] | None":
+    """Name the files and folders of this plugin that a command the model runs must not
+    read or change: the sandbox hides them (``"hidden"``) or keeps them read-only
+    (``"read-only"``), and the default policy asks before any tool writes there.
+
+    Called once per host, for every loaded plugin (an inactive memory backend included:
+    its files stay on disk), when a tool context or ``mino plugins`` first needs it.
+    Return a list of :class:`mino_core.ProtectedPath`, ``(path, access)`` pairs or plain
+    paths (hidden), or None. A path may be missing (it is protected once it exists);
+    ``~`` is expanded. A path that contains the project cannot be hidden: name the files.
+
+    Example::
+
+        @hookimpl
+        def protected_paths(context):
+            return [ProtectedPath(Path("~/.my-plugin/cache.db").expanduser(), "hidden"),
+                    (context.home / "my-plugin" / "rules.txt", "read-only")]
     """

@@ -210,6 +210,30 @@ class Rules:
         subject = subject if subject is not None else subject_of(arguments)
         return next((r for r in self.deny if r.matches(tool, arguments, subject)), None)
 
+    def first_deny_same_file(self, tool: str, path: Path, root: Path) -> Rule | None:
+        """The first deny rule on ``tool`` that names another name of the file ``path``
+        (a hard link: the same device and inode), else None. Only a file with more than
+        one name is looked up, so the common case costs one stat."""
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if st.st_nlink < 2 or not os.path.isfile(path):
+            return None
+        for rule in self.deny:
+            if not rule.pattern or not rule.covers_tool(tool):
+                continue
+            found, _ = rule_paths(rule, root)
+            for denied in found:
+                for name in [denied] if not denied.is_dir() else _files(denied):
+                    try:
+                        other = os.stat(name)
+                    except OSError:
+                        continue
+                    if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                        return rule
+        return None
+
     def first_allow(self, tool: str, arguments: dict[str, Any],
                     subject: Subject | None = None) -> Rule | None:
         """An allow rule when every part of the call is allowed (by it or another), else None."""
@@ -227,6 +251,65 @@ class Rules:
                 return None
             first = first or rule
         return first
+
+
+# -- the paths a path rule names ------------------------------------------------------
+
+WALK_CAP = 20_000  # entries looked at for one glob rule; past it the answer is incomplete
+
+
+def rule_paths(rule: Rule, root: Path, cap: int = WALK_CAP) -> tuple[list[Path], bool]:
+    """The existing files and folders a path rule's pattern names in ``root`` (or at an
+    absolute pattern), and whether the answer is complete (False past ``cap`` entries).
+
+    A plain pattern is one path (``secrets`` is the folder, so all inside it). A glob is
+    matched like the rule matches (``*`` crosses ``/``) against the entries under its
+    fixed leading folders; a folder that matches stands for everything in it, and a
+    pattern that is its fixed folder followed by only ``*`` is that folder."""
+    pattern = (rule.pattern or "").strip()
+    if not pattern:
+        return [], True
+    pattern = pattern[2:] if pattern.startswith("./") and len(pattern) > 2 else pattern
+    base = Path(os.path.realpath(root))
+    absolute = os.path.isabs(os.path.expanduser(pattern))
+    pattern = os.path.expanduser(pattern)
+    if not any(ch in pattern for ch in "*?["):
+        path = Path(pattern) if absolute else base / pattern.rstrip("/")
+        return ([path] if os.path.lexists(path) else []), True
+    parts = pattern.split("/")
+    fixed = []
+    for part in parts:
+        if any(ch in part for ch in "*?["):
+            break
+        fixed.append(part)
+    rest = "/".join(parts[len(fixed):])
+    top = Path("/".join(fixed) or "/") if absolute else base.joinpath(*[f for f in fixed if f])
+    if not top.is_dir():
+        return [], True
+    if rest and set(rest) <= {"*", "/"}:
+        return [top], True
+    found, seen = [], 0
+    for folder, dirs, files in os.walk(top):
+        for name in sorted(dirs) + sorted(files):
+            seen += 1
+            if seen > cap:
+                return found, False
+            path = Path(folder) / name
+            shown = str(path) if absolute else path.relative_to(base).as_posix()
+            if fnmatch.fnmatchcase(shown, pattern):
+                found.append(path)
+                if name in dirs:
+                    dirs.remove(name)  # the folder stands for all inside it
+    return found, True
+
+
+def _files(folder: Path, cap: int = WALK_CAP) -> list[Path]:
+    out: list[Path] = []
+    for where, _, files in os.walk(folder):
+        out += [Path(where) / f for f in files]
+        if len(out) > cap:
+            break
+    return out
 
 
 # -- commands ---------------------------------------------------------------------------

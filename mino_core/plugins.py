@@ -43,6 +43,9 @@ class PluginContext:
     home: Path
     project_root: Path
     config: dict[str, Any]
+    # What plugins declared through ``protected_paths`` (ProtectedPath items), once the
+    # host collected it (``Host.protected_paths``); empty before that.
+    protected: tuple = ()
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.config.get(name)
@@ -109,6 +112,7 @@ class Host:
         self.backends: dict[str, Any] = {}  # name -> MemoryBackend, every installed one
         self.backend_reason = "no memory backend is installed"
         self._inactive: set[str] = set()
+        self._protected: tuple | None = None
 
     # -- loading -------------------------------------------------------------
 
@@ -320,6 +324,23 @@ class Host:
         self.errors.append(f"Plugin {plugin} failed in {hook}: {_short_error(exc)}")
         if failed is not None:
             failed.append(plugin)
+
+    def protected_paths(self) -> tuple:
+        """What every loaded plugin declared through ``protected_paths`` (an inactive
+        memory backend too: its files stay on disk), collected once per host; also set on
+        ``self.context.protected`` for hooks that get only the context."""
+        if self._protected is None:
+            from .protected import normalise
+
+            found = []
+            for name, declared in self._call_all("protected_paths", {"context": self.context},
+                                                 include_inactive=True):
+                items, problems = normalise(name, declared)
+                found += items
+                self.errors += problems
+            self._protected = tuple(found)
+            self.context.protected = self._protected
+        return self._protected
 
     def call(self, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
         """Every active implementation's non-None result, as (plugin name, result)."""

@@ -35,6 +35,10 @@ def protected(path: Path, session) -> str | None:
     real = Path(os.path.realpath(path))
     if inside(real, session.home):
         return "it is under MINO_HOME (memory, skills and settings)"
+    find = getattr(session, "protected_paths", None)
+    for item in (find() if callable(find) else ()):
+        if inside(real, item.path):
+            return f"plugin {item.plugin} keeps it {item.access} ({item.path})"
     try:
         parts = real.relative_to(os.path.realpath(session.project_root)).parts
     except ValueError:
@@ -66,6 +70,10 @@ class DefaultPolicy:
         targets = _targets(tool, call.arguments, ctx)
         subject = subject_of(call.arguments, session.project_root, targets or ())
         rule = rules.first_deny(call.name, call.arguments, subject)
+        if rule is None and isinstance(call.arguments.get("path"), str):
+            # a hard link is another name of the same file: match it by device and inode
+            for path in targets or [_resolved(call.arguments["path"], session.project_root)]:
+                rule = rule or rules.first_deny_same_file(call.name, path, session.project_root)
         if rule is not None:
             return Decision.deny(f"the deny rule {rule} in config.yaml")
         if mode == "bypass":
@@ -85,6 +93,11 @@ class DefaultPolicy:
         if tool.sandboxed is not None and tool.sandboxed(call.arguments, ctx):
             return Decision.allow("runs inside the sandbox", show=True)
         return Decision.ask("not read-only, not a project edit, not sandboxed")
+
+
+def _resolved(raw: str, root: Path) -> Path:
+    given = os.path.expanduser(raw) if raw.startswith("~") else raw
+    return Path(os.path.realpath(os.path.join(os.path.realpath(root), given)))
 
 
 def _targets(tool, arguments, ctx) -> list[Path] | None:

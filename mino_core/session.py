@@ -149,7 +149,13 @@ class Session:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(project_root=self.project_root, home=self.home, session_id=self.id,
-                           mode=self.mode, config=self.config, progress=self.ui.tool_output)
+                           mode=self.mode, config=self.config, progress=self.ui.tool_output,
+                           protected=self.protected_paths())
+
+    def protected_paths(self) -> tuple:
+        """What plugins declared through ``protected_paths`` (see ``Host.protected_paths``)."""
+        find = getattr(self.host, "protected_paths", None)
+        return find() if callable(find) else ()
 
     def record_interruption(self) -> None:
         """The person stopped the turn (Esc, Ctrl-C): what was shown of the answer goes in the

@@ -93,6 +93,9 @@ class ToolContext:
     # Output as it arrives, for the screen only (``progress(text)``); the model still gets
     # the result. None where nothing is shown live (a pipe, evals).
     progress: Callable[[str], None] | None = None
+    # What plugins declared through ``protected_paths`` (ProtectedPath items): the
+    # sandbox hides them or keeps them read-only.
+    protected: tuple = ()
 
     def section(self, name: str) -> dict[str, Any]:
         """A plugin's own section of config.yaml (an empty dict when absent)."""

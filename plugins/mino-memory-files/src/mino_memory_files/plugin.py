@@ -47,6 +47,15 @@ def _report(session, directory, problems) -> None:
 
 
 @hookimpl
+def protected_paths(context):
+    """The memory folder: notes recalled into later sessions, hidden from commands the
+    model runs (they are written only through memory_save, which asks)."""
+    from . import store
+
+    return [(store.memory_dir(context.home), "hidden")]
+
+
+@hookimpl
 def register_memory_commands(group, context):
     from .commands import add_commands
 

@@ -73,6 +73,35 @@ def register_memory_commands(group, context):
 
 
 @hookimpl
+def protected_paths(context):
+    """The journal, its index and side files: hidden from commands the model runs.
+
+    Their folder is hidden as a whole (the index, the cache, the embedding cache and the
+    temporary files of a rewrite all lie beside the journal), unless that folder holds
+    the project: then each file is named."""
+    import os
+    from pathlib import Path
+
+    from .journal import file_journal_path, resolve_journal_path
+
+    journals = {resolve_journal_path(context.home, context.config),
+                file_journal_path(context.home, context.config)}
+    project = Path(os.path.realpath(context.project_root))
+    found = []
+    for journal in journals:
+        folder = Path(os.path.realpath(journal.parent))
+        if folder == project or folder in project.parents:
+            found += [journal, *(journal.with_suffix(ext) for ext in SIDE_FILES), folder / "embed"]
+        else:
+            found.append(folder)
+    return [(path, "hidden") for path in found]
+
+
+# what lies beside a journal (journal.py, index.py, store.py, first_use.py, journal_pg.py)
+SIDE_FILES = (".lock", ".corrupt", ".reported", ".index", ".cache", ".noticed", ".seq")
+
+
+@hookimpl
 def config_schema(context):
     """``memory.graph:`` in config.yaml, checked when mino starts (a wrong value: its default)."""
     return {"memory.graph": {"type": "object", "additionalProperties": False, "properties": {

@@ -18,7 +18,7 @@ from typing import Callable
 
 from mino_core import InvalidArguments, Tool, ToolContext, ToolResult
 
-from . import sandbox
+from . import environment, limits, sandbox
 from .paths import project_real
 
 DEFAULT_TIMEOUT = 120  # seconds
@@ -32,6 +32,7 @@ class Settings:
     cap: int = DEFAULT_CAP
     use_sandbox: bool = True
     hide: object = None  # tools-fs.hide as written; sandbox.parse_hide checks it
+    env: object = None  # tools-fs.env as written: names added to the allow-list
 
     @classmethod
     def from_context(cls, ctx: ToolContext) -> "Settings":
@@ -42,7 +43,7 @@ class Settings:
             return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
         return cls(positive("bash_timeout", DEFAULT_TIMEOUT), positive("bash_output_cap", DEFAULT_CAP),
-                   section.get("sandbox", True) is not False, section.get("hide"))
+                   section.get("sandbox", True) is not False, section.get("hide"), section.get("env"))
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Outcome:
     total_bytes: int
     truncated: bool
     timed_out: bool
+    limit: str | None = None  # which sandbox limit stopped it, when one did
 
 
 class _Collector:
@@ -83,21 +85,26 @@ class _Collector:
 
 def run_command(command: str, cwd: Path, timeout: float, cap: int, box: sandbox.Sandbox | None,
                 box_view: "sandbox.View | Callable[[], sandbox.View] | None" = None,
-                progress: "Callable[[str], None] | None" = None) -> Outcome:
+                progress: "Callable[[str], None] | None" = None, env_extra: object = None) -> Outcome:
     """Run ``command`` with /bin/sh in ``cwd`` (inside ``box`` when given, seeing ``box_view``,
     or a callable making it, called once the project's placeholders are held). ``progress``
-    gets the output as it arrives, for the screen (the Outcome still holds it, capped)."""
+    gets the output as it arrives, for the screen (the Outcome still holds it, capped).
+    The environment is the allow-list of :mod:`.environment` in every case."""
     if box is None:
-        return _run(["/bin/sh", "-c", command], cwd, timeout, cap, sandbox.scrubbed_env(), progress)
+        return _run(["/bin/sh", "-c", command], cwd, timeout, cap,
+                    environment.command_env(env_extra), progress)
     with sandbox.placeholders_held(cwd) as held:
         view = box_view() if callable(box_view) else box_view or sandbox.view(cwd)
+        env = environment.command_env(list(view.env_extra) or env_extra, home=view.home)
         if box.kind == "bubblewrap":
             held.append(view)
-            return _run(box.wrap(["/bin/sh", "-c", command], cwd, None, view), cwd, timeout, cap,
-                        sandbox.scrubbed_env(), progress)
+            with sandbox.launch(box, ["/bin/sh", "-c", command], cwd, view) as (argv, fds, preexec):
+                outcome = _run(argv, cwd, timeout, cap, env, progress, fds, preexec)
+            outcome.limit = limits.note(outcome.exit_code, outcome.output, view.limits)
+            return outcome
     # sandbox-exec: no private /tmp there, so a fresh folder instead
     private_tmp = Path(tempfile.mkdtemp(prefix="mino-bash-"))
-    env = {**sandbox.scrubbed_env(), "TMPDIR": str(private_tmp)}
+    env = {**env, "TMPDIR": str(private_tmp)}
     try:
         return _run(box.wrap(["/bin/sh", "-c", command], cwd, private_tmp, view), cwd, timeout, cap, env,
                     progress)
@@ -106,11 +113,13 @@ def run_command(command: str, cwd: Path, timeout: float, cap: int, box: sandbox.
 
 
 def _run(argv: list[str], cwd: Path, timeout: float, cap: int, env: dict[str, str],
-         progress: "Callable[[str], None] | None" = None) -> Outcome:
+         progress: "Callable[[str], None] | None" = None, pass_fds: tuple = (),
+         preexec: "Callable[[], None] | None" = None) -> Outcome:
     collector = _Collector(cap)
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
+                            preexec_fn=preexec)
 
     def pump() -> None:
         assert proc.stdout is not None
@@ -153,6 +162,8 @@ def report(outcome: Outcome, timeout: float, cap: int) -> ToolResult:
         lines.append(f"[Timed out after {timeout:g} s; the command and everything it started were "
                      "killed. Pass a larger timeout or run less at once.]")
         return ToolResult.failed("\n".join(lines))
+    if outcome.limit:
+        lines.append(outcome.limit)
     lines.append(f"[Exit code: {outcome.exit_code}]")
     if outcome.exit_code != 0:
         return ToolResult.failed("\n".join(lines))
@@ -165,6 +176,8 @@ def sandbox_problem(ctx: ToolContext) -> str | None:
     if not settings.use_sandbox:
         return "the sandbox is turned off (tools-fs.sandbox: false in config.yaml)"
     _, problems = sandbox.parse_hide(settings.hide, ctx.project_root)
+    _, env_problems = environment.parse_names(settings.env)
+    problems += env_problems
     if problems:  # the user meant to hide more: never run with less hidden than asked
         return "; ".join(problems)
     if sandbox.detect() is None:
@@ -178,7 +191,7 @@ def _box(ctx: ToolContext) -> sandbox.Sandbox | None:
 
 def view_for(ctx: ToolContext) -> sandbox.View:
     return sandbox.view(project_real(ctx.project_root), ctx.home, Settings.from_context(ctx).hide,
-                        ctx.config)
+                        ctx.config, protected=getattr(ctx, "protected", ()))
 
 
 def validate(args: dict, ctx: ToolContext) -> dict:
@@ -197,14 +210,14 @@ def run(args: dict, ctx: ToolContext) -> ToolResult:
     timeout = float(args.get("timeout") or settings.timeout)
     box = _box(ctx)
     outcome = run_command(args["command"], project_real(ctx.project_root), timeout, settings.cap, box,
-                          lambda: view_for(ctx), getattr(ctx, "progress", None))
+                          lambda: view_for(ctx), getattr(ctx, "progress", None), settings.env)
     return report(outcome, timeout, settings.cap)
 
 
 DESCRIPTION = ("Run a shell command (/bin/sh -c) in the project folder and return its output "
                "(stdout and stderr together) and exit code. Default timeout "
                f"{DEFAULT_TIMEOUT} s unless configured; long output is cut in the middle. "
-               "Secrets are removed from the environment. ")
+               "The environment holds only PATH, HOME, the locale and build variables. ")
 
 
 def tool(box: "sandbox.Sandbox | None | Callable[[], sandbox.Sandbox | None]") -> Tool:

@@ -4,7 +4,7 @@ A tool plugin needs one hook, ``register_tools``. The permission decision needs 
 more from us: the core's default policy reads each tool's ``read_only``, ``targets`` and
 ``sandboxed`` and decides (read-only runs, project edits ask in manual mode, a sandboxed
 Bash runs, an unsandboxed one asks). ``plugin_notes`` tells ``mino plugins`` which, and
-what the sandbox hides; ``decide_permission`` only abstains, and says once per session
+what the sandbox lets a command see, write and reach; ``decide_permission`` only abstains, and says once per session
 when Bash has no sandbox.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ _NOTICED = "mino-tools-fs.sandbox-notice"
 
 def _tool_context(context: PluginContext) -> ToolContext:
     return ToolContext(project_root=context.project_root, home=context.home, session_id="",
-                       mode="manual", config=context.config)
+                       mode="manual", config=context.config,
+                       protected=getattr(context, "protected", ()))
 
 
 def _box(context: PluginContext):
@@ -67,8 +68,9 @@ def plugin_notes(context: PluginContext) -> list[str]:
     notes = [sandbox.status_line(sandbox.detect())]
     if sandbox.detect() is not None:
         settings = bash.Settings.from_context(ctx)
-        notes.append(sandbox.hidden_note(context.home, settings.hide, context.project_root))
-        notes += [f"sandbox: {p}" for p in bash.view_for(ctx).problems]
+        box_view = bash.view_for(ctx)
+        notes += sandbox.notes(box_view, context.home, settings.hide)
+        notes += [f"sandbox: {p}" for p in box_view.problems]
     return notes
 
 

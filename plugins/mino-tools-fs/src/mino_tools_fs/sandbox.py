@@ -1,21 +1,30 @@
 """Finding a sandbox and wrapping a command in it.
 
-Linux: bubblewrap (``bwrap``). The whole file system is mounted read-only, the project
-folder read-write on top, a fresh /dev, /proc and an empty private /tmp, /run and
-$XDG_RUNTIME_DIR (host unix sockets live there); the network, PID and session are
-unshared, and the sandbox dies with mino. Every capability is dropped and, where the
-machine allows user namespaces, the command runs as an unprivileged user in one (as
-``nobody`` when mino runs as root). Inside the project, the git dir (also what a ``.git``
-file or ``commondir`` points to) and ``.mino/`` are read-only, and cannot be created when
-missing; mino's home and the usual credential stores are hidden (see :func:`view`).
+Linux: bubblewrap (``bwrap``), built from what may be seen rather than from a list of
+what to hide (docs/security.md has the whole model):
+
+- the file system is mounted read-only, the project folder read-write on top; the home
+  folders (the person's, /root, /home) are empty, except the folders opted in and what
+  mino and the PATH run from, read-only (:mod:`.visibility`); /tmp, /dev/shm and the
+  empty homes are bounded tmpfs (:mod:`.limits`); /run, /var/run and $XDG_RUNTIME_DIR
+  are emptied;
+- inside the project, the git dir (also what a ``.git`` file or ``commondir`` points to),
+  ``.mino/``, mino's own code and what a write deny rule names are read-only; mino's
+  home, what a read deny rule names (:mod:`.denied`) and what plugins declare through
+  ``protected_paths`` are hidden;
+- no network, PID, IPC or UTS of the host; no unix socket can be made (:mod:`.seccomp`);
+  every capability dropped; a user namespace where the machine allows one, and when
+  mino runs as root bubblewrap itself runs as an unprivileged host user
+  (:mod:`.rootdrop`), so the command's uid is never 0 outside; rlimits on memory, file
+  size, processes and CPU; the environment is an allow-list (:mod:`.environment`).
 
 macOS: ``sandbox-exec`` with a profile that denies the network, every write outside the
 project and a private temporary folder, writes to the git dir and ``.mino/``, and reads of
 the hidden paths.
 
 Detection runs a probe once per process (an installed bwrap can still be unusable: user
-namespaces disabled, as in many containers), and it checks that a remount fails inside;
-every caller waits for that one probe.
+namespaces disabled, as in many containers), and it checks that a remount fails inside
+and that a root-only file is not readable; every caller waits for that one probe.
 """
 from __future__ import annotations
 
@@ -32,24 +41,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Variables that look like credentials never reach a command the model wrote.
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.I)
-_SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GCP_", "GH_", "GITHUB_",
-                    "HF_", "HUGGING", "MINO_", "MNEMO_", "SSH_", "GPG_", "NPM_", "PYPI_", "DOCKER_")
+from . import denied, environment, seccomp, visibility
+from .limits import Limits
 
-
-def scrubbed_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """A copy of the environment without anything that looks like a secret."""
-    environ = dict(os.environ if environ is None else environ)
-    return {k: v for k, v in environ.items()
-            if not _SECRET.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
-
-
-# Hidden inside the sandbox (an empty folder or an empty file), extended by
-# ``tools-fs: {hide: [...]}``. mino's own home is always hidden as well.
+# The home folders are empty inside the sandbox; this list matters only when the project
+# contains the home (``cd ~ && mino``), where the home is the project: these are hidden
+# there too, and ``tools-fs: {hide: [...]}`` adds to them. mino's home is always hidden.
 DEFAULT_HIDE = ("~/.mino", "~/.ssh", "~/.aws", "~/.config/gh", "~/.netrc", "~/.pgpass",
-                "~/.docker/config.json", "~/.docker/run", "~/.gnupg")
-# Read-only even when the project contains them (``cd ~ && mino``): git reads them at the
+                "~/.docker/config.json", "~/.docker/run", "~/.gnupg", "~/.git-credentials",
+                "~/.config/git/credentials", "~/.npmrc", "~/.pypirc", "~/.kube",
+                "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.config/gcloud",
+                "~/.azure", "~/.bash_history", "~/.zsh_history", "~/.python_history",
+                "~/.psql_history", "~/.mysql_history", "~/.local/share/fish/fish_history")
+# Read-only when the project contains them (``cd ~ && mino``): git reads them at the
 # user's next git command anywhere (core.fsmonitor, core.hooksPath run programs).
 HOME_READ_ONLY = ("~/.gitconfig", "~/.config/git")
 # Where host unix sockets live (docker.sock, the session bus, gpg-agent): emptied.
@@ -76,7 +80,14 @@ class View:
     placeholders: tuple[Path, ...] = ()
     pins: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
-    emptied: tuple[Path, ...] = ()  # socket folders, mounted over before the project
+    emptied: tuple[Path, ...] = ()  # socket folders and homes, mounted over before the project
+    # visible again in an emptied folder, before the project: read-only, and writable
+    shown: tuple[Path, ...] = ()
+    shown_writable: tuple[Path, ...] = ()
+    home: str | None = None  # HOME for the command
+    limits: Limits = field(default_factory=Limits)
+    env_extra: tuple[str, ...] = ()  # tools-fs.env
+    sockets: tuple[Path, ...] = ()  # tools-fs.unix_sockets: allowed, so no socket filter
     problems: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -142,17 +153,6 @@ def parse_hide(value: object, project: Path) -> tuple[list[Path], list[str]]:
     return paths, problems
 
 
-def _journal(config: dict) -> Path | None:
-    """Where the graph memory keeps its journal, when it is not in mino's home."""
-    env = os.environ.get("MNEMO_MEMORY_JOURNAL")
-    graph = ((config.get("memory") or {}) if isinstance(config.get("memory"), dict) else {}).get("graph")
-    if env:
-        return Path(env).expanduser()
-    if isinstance(graph, dict) and isinstance(graph.get("journal"), str) and graph["journal"]:
-        return Path(graph["journal"]).expanduser()
-    return None
-
-
 def _stray_placeholder(path: Path, project: Path) -> bool:
     """An empty .git folder, or .mino in the project's top folder: git and mino ignore it,
     so it is taken for another sandbox's placeholder (the last command on the project
@@ -191,11 +191,17 @@ class _Builder:
             self._pin(first)
             self.placeholders.append(first)
 
-    def add(self, raw: Path, kind: str, must_exist: bool = False) -> None:
-        """kind: "read_only" or "hidden"; ``must_exist``: a missing one is not creatable."""
-        path = _real(raw)
+    def add(self, raw: Path, kind: str, must_exist: bool = False, quiet: bool = False) -> None:
+        """kind: "read_only" or "hidden"; ``must_exist``: a missing one is not creatable;
+        ``quiet``: a path that contains the project is skipped without a problem."""
+        try:
+            path = _real(raw)
+        except (OSError, ValueError):
+            self.problems.append(f"{raw} is not a usable path")
+            return
         if _inside(self.project, path):
-            self.problems.append(f"{raw} is not hidden or read-only: it contains the project")
+            if not quiet:
+                self.problems.append(f"{raw} is not hidden or read-only: it contains the project")
             return
         inside = _inside(path, self.project)
         if inside and must_exist and _stray_placeholder(path, self.project):
@@ -207,15 +213,21 @@ class _Builder:
         elif inside and must_exist:
             self._placeholder(path)
 
-    def build(self, emptied: list[Path]) -> View:
+    def build(self, emptied: list[Path], **extra) -> View:
+        # a hidden path wins over a read-only one (a file both denied to read and write)
+        self.read_only = [p for p in self.read_only if not any(_inside(p, h) for h in self.hidden)]
         shut = self.read_only + self.hidden + self.placeholders
         # A missing path under a read-only one cannot be created anyway (nor its mount point).
         placeholders = [p for p in self.placeholders if not any(_inside(p, c) and p != c for c in shut)]
         covered = self.read_only + self.hidden + placeholders
         # A pin inside another mount would re-open a read-only folder; keep only outer ones.
         pins = [p for p in self.pins if not any(_inside(p, c) for c in covered)]
-        return View(self.project, tuple(_outer(self.read_only)), tuple(placeholders),
-                    tuple(pins), tuple(_outer(self.hidden)), tuple(emptied), tuple(self.problems))
+        # nothing is mounted inside a hidden folder (its tmpfs is read-only)
+        hidden = _outer(self.hidden)
+        hidden = [p for p in hidden if not any(_inside(p, h) and p != h for h in hidden)]
+        read_only = [p for p in _outer(self.read_only) if not any(_inside(p, h) for h in hidden)]
+        return View(self.project, tuple(read_only), tuple(placeholders),
+                    tuple(pins), tuple(hidden), tuple(emptied), problems=tuple(self.problems), **extra)
 
 
 def _outer(paths: list[Path]) -> list[Path]:
@@ -238,13 +250,16 @@ def _socket_dirs(project: Path, environ: dict[str, str]) -> list[Path]:
 
 
 def view(project: Path, home: Path | None = None, hide: object = None, config: dict | None = None,
-         environ: dict[str, str] | None = None) -> View:
+         environ: dict[str, str] | None = None, protected: tuple = ()) -> View:
     """What a command in ``project`` sees: see :class:`View`.
 
     ``home`` is mino's home (hidden, and not creatable inside the project), ``hide`` the
-    raw ``tools-fs.hide`` setting, ``config`` the whole configuration (for the journal).
+    raw ``tools-fs.hide`` setting, ``config`` the whole configuration (deny rules, the
+    tools-fs section), ``protected`` what plugins declared (ProtectedPath items).
     """
     environ = os.environ if environ is None else environ
+    config = config or {}
+    section = config.get("tools-fs") if isinstance(config.get("tools-fs"), dict) else {}
     project = _real(project)
     builder = _Builder(project)
     for path in git_dirs(project):
@@ -254,18 +269,49 @@ def view(project: Path, home: Path | None = None, hide: object = None, config: d
         for path in git_dirs(sub):
             builder.add(path, "read_only", must_exist=True)
     builder.add(project / ".mino", "read_only", must_exist=True)
-    for name in HOME_READ_ONLY:
-        builder.add(Path(name).expanduser(), "read_only")
+    # mino's own code: read-only in the project, and visible (read-only) in an emptied
+    # home; elsewhere the read-only root already holds it
+    homes = [h for h in visibility.homes() if not _inside(project, h)]
+    for path in visibility.own_code():
+        if _inside(path, project) or any(_inside(path, h) for h in homes):
+            builder.add(path, "read_only", quiet=True)
     if home is not None:
         builder.add(Path(home), "hidden", must_exist=True)
-    journal = _journal(config or {})
-    if journal is not None:
-        builder.add(journal, "hidden")
+    for item in protected:
+        builder.add(Path(item.path), "hidden" if item.access == "hidden" else "read_only")
+    hidden, read_only, problems = denied.denied_paths(config, project)
+    builder.problems.extend(problems)
+    for path in hidden:
+        builder.add(path, "hidden")
+    for path in read_only:
+        builder.add(path, "read_only")
+    # The homes are emptied, unless one contains the project: then it is the project, and
+    # the credential stores and git's own files in it are protected one by one.
+    if _inside(project, _real(Path.home())) or _inside(_real(Path.home()), project):
+        for name in HOME_READ_ONLY:
+            builder.add(Path(name).expanduser(), "read_only")
     extra, problems = parse_hide(hide, project)
     builder.problems.extend(problems)
     for path in [Path(p).expanduser() for p in DEFAULT_HIDE] + extra:
         builder.add(path, "hidden")
-    return builder.build(_socket_dirs(project, environ))
+    shown, problems = visibility.parse_paths(section.get("home_read"), "home_read")
+    builder.problems.extend(problems)
+    writable, problems = visibility.parse_paths(section.get("home_write"), "home_write")
+    builder.problems.extend(problems)
+    sockets, problems = visibility.parse_paths(section.get("unix_sockets"), "unix_sockets")
+    builder.problems.extend(problems)
+    shown += visibility.path_entries_in(homes, environ)
+    names, problems = environment.parse_names(section.get("env"))
+    builder.problems.extend(problems)
+    emptied = _socket_dirs(project, environ)
+    emptied += [h for h in homes if not any(_inside(h, e) for e in emptied)]
+    exists = [p for p in (_real(p) for p in shown + sockets) if os.path.lexists(p)]
+    return builder.build(
+        emptied, shown=tuple(dict.fromkeys(p for p in exists if not _inside(project, p))),
+        shown_writable=tuple(dict.fromkeys(p for p in (_real(p) for p in writable)
+                                           if p.is_dir() and not _inside(project, p))),
+        home=str(Path.home()), limits=Limits.from_config(section.get("limits")),
+        env_extra=tuple(names), sockets=tuple(_real(p) for p in sockets))
 
 
 def _remove_placeholders(box_view: View) -> None:
@@ -323,35 +369,72 @@ def placeholders_held(project: Path):
 class Sandbox:
     kind: str  # "bubblewrap" | "sandbox-exec"
     program: str
-    # bubblewrap: run in a new user namespace (as nobody when mino is root)
+    # bubblewrap: run in a new user namespace (as an unprivileged host user when mino is root)
     userns: bool = False
 
     def wrap(self, argv: list[str], project: Path, tmp: Path | None = None,
-             box_view: View | None = None) -> list[str]:
-        """``argv`` run inside the sandbox with ``project`` writable and as the working folder."""
+             box_view: View | None = None, seccomp_fd: int | None = None) -> list[str]:
+        """``argv`` run inside the sandbox with ``project`` writable and as the working
+        folder; ``seccomp_fd`` holds the socket filter (see :func:`launch`)."""
         box_view = box_view or View(_real(project))
         if self.kind == "bubblewrap":
-            return [self.program, *self._identity(), *_bwrap_mounts(box_view),
+            filter_args = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+            args = [self.program, *self._identity(), *_bwrap_mounts(box_view, self.dropped),
                     "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                    "--new-session", "--die-with-parent",
+                    "--new-session", "--die-with-parent", *filter_args,
                     "--chdir", str(box_view.project), "--", *argv]
+            if self.dropped:
+                helper = str(Path(__file__).with_name("rootdrop.py"))
+                return [sys.executable, "-I", "-S", helper, str(NOBODY), str(NOBODY),
+                        str(box_view.project), "--", *args]
+            return args
         return [self.program, "-p", macos_profile(box_view, tmp), *argv]
+
+    @property
+    def dropped(self) -> bool:
+        """Whether bubblewrap starts as the unprivileged host user (mino is root)."""
+        return self.kind == "bubblewrap" and self.userns and os.getuid() == 0
 
     def _identity(self) -> list[str]:
         args = ["--cap-drop", "ALL"]
         if self.userns:
             args += ["--unshare-user", "--disable-userns"]
-            if os.getuid() == 0:
-                args += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
         return args
 
 
-def _bwrap_mounts(v: View) -> list[str]:
+@contextlib.contextmanager
+def launch(box: Sandbox, argv: list[str], project: Path, box_view: View, tmp: Path | None = None):
+    """The command line, the file descriptors to pass and the preexec function for one
+    sandboxed command: yields ``(argv, pass_fds, preexec_fn)``; closes the filter after."""
+    fd = None
+    if box.kind == "bubblewrap" and not box_view.sockets:
+        fd = seccomp.program_fd()
+    try:
+        wrapped = box.wrap(argv, project, tmp, box_view, fd)
+        yield wrapped, ((fd,) if fd is not None else ()), box_view.limits.preexec()
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _bwrap_mounts(v: View, dropped: bool = False) -> list[str]:
     root = str(v.project)
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in v.emptied:
-        args += ["--tmpfs", str(path)]
-    # after the tmpfs mounts, so a project under /tmp stays visible and writable
+    mib = 1 << 20
+    limits = v.limits
+    args = ["--ro-bind", "/", "/", "--dev", "/dev",
+            "--size", str(limits.shm_mb * mib), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+            "--proc", "/proc", "--size", str(limits.tmp_mb * mib), "--tmpfs", "/tmp"]
+    emptied = list(v.emptied)
+    if dropped:  # the unprivileged user must be able to reach where the binds go
+        dests = [v.project, *v.shown, *v.shown_writable, *v.read_only, *v.hidden, *v.placeholders]
+        emptied += [p for p in _unreachable(dests, v.project) if not any(_inside(p, e) for e in emptied)]
+    for path in _outer(emptied):
+        args += ["--size", str(limits.home_mb * mib), "--tmpfs", str(path)]
+    for path in _outer(list(v.shown_writable)):
+        args += ["--bind", str(path), str(path)]
+    for path in _outer(list(v.shown)):
+        args += ["--ro-bind", str(path), str(path)]
+    # after the tmpfs mounts, so a project under /tmp or a home stays visible and writable
     args += ["--bind", root, root]
     for path in v.pins:
         args += ["--bind", str(path), str(path)]
@@ -365,6 +448,26 @@ def _bwrap_mounts(v: View) -> list[str]:
         else:
             args += ["--ro-bind", "/dev/null", str(path)]
     return args
+
+
+def _unreachable(paths: list[Path], project: Path) -> list[Path]:
+    """The outermost folders above ``paths`` that other users cannot enter (mode without
+    o+x): emptied for the unprivileged user, who could not make the mounts below them.
+    The project and what is in it are reached through the id-mapped mount instead."""
+    found: list[Path] = []
+    for path in paths:
+        for folder in reversed(path.parents):
+            if _inside(folder, project):
+                break
+            try:
+                st = os.stat(folder)
+            except OSError:
+                break
+            if not st.st_mode & 0o001 and st.st_uid != NOBODY:
+                if folder not in found:
+                    found.append(folder)
+                break
+    return found
 
 
 def _quote(path: Path) -> str:
@@ -397,22 +500,46 @@ def macos_profile(box_view: View | Path, tmp: Path | None) -> str:
     return "\n".join(lines)
 
 
-# Fails unless the box holds no capability and cannot make its read-only root writable.
+# Fails unless the box holds no capability, cannot make its read-only root writable and,
+# when mino is root, cannot read a root-only file (its uid would be 0 outside).
+PROBE_SECRET = "/tmp/.mino-probe-root-only"
 _PROBE_SCRIPT = r"""
 grep -Eq '^CapEff:[[:space:]]*0+$' /proc/self/status || exit 10
 grep -Eq '^CapPrm:[[:space:]]*0+$' /proc/self/status || exit 10
 if command -v mount >/dev/null 2>&1; then mount -o remount,rw,bind / 2>/dev/null && exit 11; fi
 test -w / && exit 12
+if test -e /tmp/.mino-probe-root-only; then cat /tmp/.mino-probe-root-only >/dev/null 2>&1 && exit 13; fi
 exit 0
 """
 
 
-def _probe(argv: list[str]) -> bool:
+def _probe(argv: list[str], pass_fds: tuple = ()) -> bool:
     try:
         return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT).returncode == 0
+                              stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT,
+                              pass_fds=pass_fds).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def probe_box(box: Sandbox, folder: Path) -> bool:
+    """Whether ``box`` holds in ``folder``: the probe script, wrapped as a command is (the
+    socket filter and limits included). As root, a root-only file is bound in: the
+    command must not be able to read it."""
+    secret = folder / "root-only"
+    project = folder / "project"
+    project.mkdir(exist_ok=True)
+    box_view = View(_real(project))
+    if os.getuid() == 0:
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, b"root only\n")
+        os.close(fd)
+        os.chmod(folder, 0o700)
+    with launch(box, ["/bin/sh", "-c", _PROBE_SCRIPT], project, box_view) as (argv, fds, _):
+        if os.getuid() == 0:
+            at = argv.index("--chdir")
+            argv = argv[:at] + ["--ro-bind", str(secret), PROBE_SECRET] + argv[at:]
+        return _probe(argv, fds)
 
 
 probes = 0  # how many times a probe ran in this process (tests check it is shared)
@@ -428,7 +555,7 @@ def _find() -> Sandbox | None:
         with tempfile.TemporaryDirectory(prefix="mino-probe-") as folder:
             for userns in (True, False):  # an unprivileged user where the machine allows it
                 box = Sandbox("bubblewrap", program, userns)
-                if _probe(box.wrap(["/bin/sh", "-c", _PROBE_SCRIPT], Path(folder))):
+                if probe_box(box, Path(folder)):
                     return box
     elif sys.platform == "darwin":
         program = shutil.which("sandbox-exec") or ("/usr/bin/sandbox-exec"
@@ -469,9 +596,10 @@ def status_line(box: Sandbox | None) -> str:
                  if sys.platform.startswith("linux") else "sandbox-exec is part of macOS")
         return f"No sandbox found, so every Bash command asks first; {setup}."
     return (f"Sandboxed with {box.kind}: the project folder is writable except its .git and .mino "
-            "folders, the rest of the file system is read-only, mino's home and credential "
-            "stores are hidden, /tmp is private and empty, and there is no network and no "
-            "host unix socket.")
+            "folders and mino's own code, the rest of the file system is read-only, the home "
+            "folders are empty (except folders opted in), mino's home is hidden, /tmp is "
+            "private, empty and bounded, the environment holds only build variables, and "
+            "there is no network and no unix socket.")
 
 
 def _shown(path: Path) -> str:
@@ -479,11 +607,37 @@ def _shown(path: Path) -> str:
     return "~/" + str(path.relative_to(home)) if _inside(path, home) and path != home else str(path)
 
 
-def hidden_note(home: Path | None, hide: object, project: Path) -> str:
-    """Which paths the sandbox hides, for ``mino plugins`` (whether they exist or not)."""
-    names = [f"mino home {_shown(Path(home).expanduser())}"] if home is not None else []
-    extra, _ = parse_hide(hide, project)
-    names += [_shown(Path(p).expanduser()) for p in DEFAULT_HIDE] + [_shown(p) for p in extra]
-    names += [*SOCKET_DIRS, "$XDG_RUNTIME_DIR"]
-    return ("hidden inside the sandbox: " + ", ".join(dict.fromkeys(names))
-            + "; extend with tools-fs: {hide: [...]} in config.yaml")
+def notes(box_view: View, home: Path | None, hide: object) -> list[str]:
+    """What the sandbox lets a command see, write and reach, for ``mino plugins``."""
+    shown = [_shown(p) for p in box_view.shown]
+    lines = [
+        "sandbox sees: the file system read-only; the project folder "
+        f"{box_view.project} writable; the home folders {', '.join(_shown(p) for p in box_view.emptied if p not in map(Path, SOCKET_DIRS))} "
+        "empty, with visible again (read-only): " + (", ".join(shown) or "nothing")
+        + (f"; writable: {', '.join(_shown(p) for p in box_view.shown_writable)}" if box_view.shown_writable else "")
+        + " (add with tools-fs: {home_read: [...], home_write: [...]})",
+        "sandbox keeps read-only in the project: .git, .gitmodules, .mino"
+        + (f", {len(box_view.read_only)} path(s) of mino's own code, git and the deny rules" if box_view.read_only else ""),
+        "sandbox hides: " + ", ".join(dict.fromkeys(
+            [f"mino home {_shown(Path(home).expanduser())}"] * (home is not None)
+            + [_shown(p) for p in box_view.hidden if not any(_inside(p, e) for e in box_view.emptied)]
+            + [*SOCKET_DIRS, "$XDG_RUNTIME_DIR"])) + "; extend with tools-fs: {hide: [...]}",
+        "sandbox environment: only " + ", ".join(environment.DEFAULT_NAMES[:6]) + ", LC_*, the "
+        "toolchain variables" + (f" and {', '.join(box_view.env_extra)}" if box_view.env_extra else "")
+        + " (add with tools-fs: {env: [...]}); URL passwords removed",
+        f"sandbox limits: /tmp {box_view.limits.tmp_mb} MiB, /dev/shm {box_view.limits.shm_mb} MiB, "
+        f"home {box_view.limits.home_mb} MiB, {box_view.limits.memory_mb} MiB data memory and "
+        f"{box_view.limits.file_mb} MiB a file per process, {box_view.limits.processes} processes, "
+        f"{box_view.limits.cpu_seconds} CPU s a process (tools-fs: {{limits: {{...}}}})",
+    ]
+    if box_view.sockets:
+        lines.append("sandbox unix sockets: allowed by tools-fs.unix_sockets ("
+                     + ", ".join(_shown(p) for p in box_view.sockets) + "), so the socket filter is off: "
+                     "any socket the sandbox sees is reachable")
+    elif seccomp.program() is None:
+        lines.append("sandbox unix sockets: no socket filter for this machine's architecture; "
+                     "sockets in folders the sandbox sees are reachable")
+    else:
+        lines.append("sandbox unix sockets: none can be made (a seccomp filter); allow named ones "
+                     "with tools-fs: {unix_sockets: [...]}")
+    return lines
