@@ -23,7 +23,7 @@ def test_registers_on_a_fresh_manager(tmp_path):
     assert host.backend == "files" and host.errors == []
     assert sorted(host.tools) == ["memory_save", "memory_view"]
     assert set(host.plugins["mino-memory-files"].hooks) == {
-        "memory_backend", "register_tools", "front_input", "register_memory_commands"}
+        "memory_backend", "register_tools", "front_input", "register_memory_commands", "protected_paths"}
 
 
 def test_loaded_by_the_host_as_the_files_backend(make_harness):

@@ -69,7 +69,7 @@ def note(exit_code: int | None, output: str, limits: Limits) -> str | None:
     signal = None
     if exit_code is not None:
         signal = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else None
-    if signal == SIGXFSZ or "File size limit exceeded" in output:
+    if signal == SIGXFSZ or "File size limit exceeded" in output or "File too large" in output:
         return (f"[Stopped by the sandbox's file-size limit ({limits.file_mb} MiB a file); "
                 "raise tools-fs.limits.file_mb in config.yaml if the build needs more.]")
     if signal == SIGXCPU or "CPU time limit exceeded" in output:

@@ -93,6 +93,16 @@ def config_schema(context: PluginContext) -> dict:
         "bash_output_cap": _positive(30_000),
         "sandbox": {"type": "boolean", "default": True},
         "hide": {"description": "a list of paths the sandbox hides"},
+        # checked by the sandbox too: a bad list turns it off (Bash asks), like hide
+        "env": {"description": "variable names (* allowed) added to the sandbox's environment"},
+        "home_read": {"description": "folders or files in a home the sandbox shows, read-only"},
+        "home_write": {"description": "folders in a home the sandbox shows, writable"},
+        "unix_sockets": {"description": "unix sockets a command may connect to (turns the "
+                                        "socket filter off)"},
+        "limits": {"type": "object", "additionalProperties": False, "properties": {
+            "tmp_mb": _positive(2048), "shm_mb": _positive(256), "home_mb": _positive(512),
+            "memory_mb": _positive(8192), "file_mb": _positive(8192), "processes": _positive(4096),
+            "cpu_seconds": _positive(1200), "open_files": _positive(4096)}},
         "read_lines": _positive(2000),
         "read_bytes": _positive(100_000),
         "list_cap": _positive(1000),

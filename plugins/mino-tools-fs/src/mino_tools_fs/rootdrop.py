@@ -21,6 +21,7 @@ idmapped mounts (ext4, xfs, btrfs; tmpfs from 6.3).
 """
 import ctypes
 import os
+import signal
 import stat
 import sys
 
@@ -146,6 +147,8 @@ def main(argv):
             break
         i += 1
     os.chdir("/")
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; the command must not
+        signal.signal(sig, signal.SIG_DFL)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)

@@ -306,6 +306,11 @@ def view(project: Path, home: Path | None = None, hide: object = None, config: d
     emptied = _socket_dirs(project, environ)
     emptied += [h for h in homes if not any(_inside(h, e) for e in emptied)]
     exists = [p for p in (_real(p) for p in shown + sockets) if os.path.lexists(p)]
+    # A hidden path in an emptied folder is not there anyway (no mount point is made for
+    # it), unless a folder shown again holds it.
+    again = exists + [_real(p) for p in writable]
+    builder.hidden = [p for p in builder.hidden if _inside(p, project)
+                      or not any(_inside(p, e) for e in emptied) or any(_inside(p, s) for s in again)]
     return builder.build(
         emptied, shown=tuple(dict.fromkeys(p for p in exists if not _inside(project, p))),
         shown_writable=tuple(dict.fromkeys(p for p in (_real(p) for p in writable)
