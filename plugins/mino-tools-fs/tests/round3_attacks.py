@@ -89,6 +89,14 @@ class Run:
                 "stderr": done.stderr[-2000:]}
 
 
+def read(path: Path) -> str:
+    """A file's text, or "" when the attack removed or moved it."""
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def bash(command: str) -> tuple[str, dict]:
     return ("Bash", {"command": command})
 
@@ -171,7 +179,7 @@ def root_files(run: Run) -> dict:
     result = run.mino(bash(f"id -u; cat /etc/shadow; cat {secret}; echo x >> {secret}; "
                            "cat /proc/self/uid_map"))
     return {"result": result, "shadow_line": shadow, "uid": os.getuid(),
-            "secret_after": secret.read_text()}
+            "secret_after": read(secret)}
 
 
 def deny_rules(run: Run) -> dict:
@@ -184,7 +192,7 @@ def deny_rules(run: Run) -> dict:
     run.config("permissions:\n  deny: ['read_file(secrets/*)', 'write_file(conf/*)', 'read_file(*.pem)']\n")
     result = run.mino(bash("cat secrets/k.txt; ls -A secrets; cat keys.pem; echo evil > conf/app.ini; "
                            "mv conf/app.ini conf/old.ini; echo made > ok.txt; cat ok.txt"))
-    return {"result": result, "conf": (run.project / "conf" / "app.ini").read_text(),
+    return {"result": result, "conf": read(run.project / "conf" / "app.ini"),
             "ok": (run.project / "ok.txt").exists()}
 
 
@@ -264,7 +272,7 @@ def protected_paths(run: Run) -> dict:
     run.config(f"memory:\n  graph:\n    journal: {journal}\n")
     env = {"MINO_PLUGINS": PLUGINS + ",mino-memory-graph"}
     result = run.mino(bash(f"cat {journal}; ls -A {journal.parent}; echo x >> {journal}"), env=env)
-    return {"result": result, "journal": journal.read_text()}
+    return {"result": result, "journal": read(journal)}
 
 
 ATTACKS = {f.__name__: f for f in (env_values, home_files, root_files, deny_rules, hard_links,
