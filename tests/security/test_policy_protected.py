@@ -46,3 +46,24 @@ def test_a_home_inside_the_project_is_never_a_project_file(scripted_server, proj
                                content="---\nname: x\n---\n")
     assert status == "denied" and "under MINO_HOME" in decision["reason"]
     assert not (home / "memory" / "x.md").exists()
+
+
+def test_a_write_to_a_path_a_plugin_protects_asks_even_in_accept_edits(agent, scripted_server,
+                                                                        project, monkeypatch):
+    """``protected_paths``: the policy asks before a tool writes where a plugin said."""
+    from mino_core import ProtectedPath, hookimpl
+
+    class Vault:
+        @hookimpl
+        def protected_paths(self, context):
+            return [ProtectedPath(project / "generated", "read-only")]
+
+    (project / "generated").mkdir()
+    h = agent(mode="accept-edits", approve="none")
+    monkeypatch.setenv("MINO_PLUGINS", PLUGINS + ",vault")
+    h.session.host.register("vault", Vault(), distribution="vault")
+    h.session.host._protected = None  # collected again, with the new plugin
+    status, _, decision = call(scripted_server, h, "write_file", path="generated/x.txt", content="x")
+    assert status == "denied" and "plugin vault keeps it read-only" in decision["reason"]
+    status, _, _ = call(scripted_server, h, "write_file", path="other.txt", content="x")
+    assert status == "completed"

@@ -185,3 +185,18 @@ def test_a_missing_sandbox_is_said_once_per_session(harness, scripted_server, pr
         assert ("No sandbox found" if why == "missing" else "turned off") in h.notices
     finally:
         sandbox.forget()
+
+
+def test_the_schema_defaults_are_the_sandbox_limits():
+    from mino_tools_fs.limits import Limits
+
+    props = plugin.config_schema(None)["tools-fs"]["properties"]["limits"]["properties"]
+    assert {k: v["default"] for k, v in props.items()} == Limits().__dict__
+
+
+@pytest.mark.parametrize("key", ["home_read", "home_write", "unix_sockets", "env"])
+def test_a_bad_sandbox_list_means_no_sandbox_and_says_why(ctx, key):
+    from mino_tools_fs import bash
+
+    ctx.config["tools-fs"] = {key: "not-a-list"}
+    assert f"tools-fs.{key} must be a list" in bash.sandbox_problem(ctx)

@@ -18,7 +18,7 @@ from typing import Callable
 
 from mino_core import InvalidArguments, Tool, ToolContext, ToolResult
 
-from . import environment, limits, sandbox
+from . import environment, limits, sandbox, visibility
 from .paths import project_real
 
 DEFAULT_TIMEOUT = 120  # seconds
@@ -178,6 +178,9 @@ def sandbox_problem(ctx: ToolContext) -> str | None:
     _, problems = sandbox.parse_hide(settings.hide, ctx.project_root)
     _, env_problems = environment.parse_names(settings.env)
     problems += env_problems
+    section = ctx.section("tools-fs")
+    for key in ("home_read", "home_write", "unix_sockets"):
+        problems += visibility.parse_paths(section.get(key), key)[1]
     if problems:  # the user meant to hide more: never run with less hidden than asked
         return "; ".join(problems)
     if sandbox.detect() is None:
