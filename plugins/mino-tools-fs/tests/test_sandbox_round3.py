@@ -152,6 +152,11 @@ def as_nobody():
     if shutil.which("bwrap") is None or box is None or box.kind != "bubblewrap":
         pytest.skip("bubblewrap is not installed or not usable here")
     nobody = pwd.getpwnam("nobody")
+    probe = subprocess.run([SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+                            "-c", "import mino_tools_fs"], capture_output=True, text=True, timeout=120, cwd="/")
+    if probe.returncode != 0:
+        pytest.skip("nobody cannot import mino from this venv (its folder is closed to others): "
+                    + (probe.stderr.strip().splitlines() or ["?"])[-1])
     scripts = Path(tempfile.mkdtemp(prefix="mino-r3-scripts-"))
     base = Path(tempfile.mkdtemp(prefix="mino-r3-nobody-", dir="/var/tmp")).resolve()
     try:

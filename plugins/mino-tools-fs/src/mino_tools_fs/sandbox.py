@@ -502,6 +502,14 @@ def macos_profile(box_view: View | Path, tmp: Path | None) -> str:
     ]
     if hidden:
         lines.append(f"(deny file-read* file-write* {' '.join(f'(subpath {_quote(p)})' for p in hidden)})")
+    # what is shown again in an emptied home (later rules win), then what stays hidden in it
+    again = [*box_view.shown, *box_view.shown_writable]
+    if again:
+        lines.append(f"(allow file-read* {' '.join(f'(subpath {_quote(p)})' for p in again)})")
+    if box_view.shown_writable:
+        lines.append(f"(allow file-write* {' '.join(f'(subpath {_quote(p)})' for p in box_view.shown_writable)})")
+    if again and box_view.hidden:
+        lines.append(f"(deny file-read* file-write* {' '.join(f'(subpath {_quote(p)})' for p in box_view.hidden)})")
     return "\n".join(lines)
 
 
