@@ -71,6 +71,7 @@ PLUGIN_WARNINGS = [
     ("tools-fs: {read_bytes: 0}", "tools-fs.read_bytes", "the default (100000)"),
     ("tools-fs: {list_cap: x}", "tools-fs.list_cap", "the default (1000)"),
     ("tools-fs: {search_cap: [1]}", "tools-fs.search_cap", "the default (200)"),
+    ("tools-fs: {limits: {tmp_mb: 0}}", "tools-fs.limits.tmp_mb", "the default (2048)"),
     ("tools-fs: 5", "tools-fs", "allowed: a mapping (key: value); mino-tools-fs uses its default"),
     ("memory: {graph: {scorer: fancy}}", "memory.graph.scorer", "mino-memory-graph uses the default (hybrid-v1)"),
     ("memory: {graph: {journal: 5}}", "memory.graph.journal", "found 5 (a whole number); allowed: a file's path"),
@@ -267,7 +268,8 @@ def test_the_tools_fs_schema_names_the_plugins_own_defaults():
 
 
 def test_every_plugin_key_is_in_the_table():
-    """Each key a plugin declares has a wrong-value row (hide is the sandbox's own check)."""
+    """Each key a plugin declares has a wrong-value row (the sandbox's path and name lists
+    are its own check: a bad one turns the sandbox off, tested in mino-tools-fs)."""
     from mino_memory_graph import plugin as graph
     from mino_tools_fs import plugin as tools_fs
 
@@ -275,7 +277,8 @@ def test_every_plugin_key_is_in_the_table():
     declared |= {f"memory.graph.{k}" for k in graph.config_schema(None)["memory.graph"]["properties"]}
     tested = {".".join(key.split(".")[:3] if key.startswith("memory.") else key.split(".")[:2])
               for _, key, _ in PLUGIN_WARNINGS}
-    assert declared - tested == {"tools-fs.hide"}
+    assert declared - tested == {"tools-fs.hide", "tools-fs.env", "tools-fs.home_read",
+                                 "tools-fs.home_write", "tools-fs.unix_sockets"}
 
 
 def test_a_plugins_bad_schema_or_a_second_claim_is_the_plugins_error(tmp_path, monkeypatch):
