@@ -79,3 +79,25 @@ def test_plugin_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": ":".join(sys.path)})
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_protected_paths_name_the_journal_folder_or_its_files(tmp_path, monkeypatch):
+    """The sandbox hides what this declares: the journal's folder, or, when that folder
+    holds the project, the journal and each file beside it."""
+    from mino_core import PluginContext
+    from mino_memory_graph import plugin
+
+    monkeypatch.delenv("MNEMO_MEMORY_JOURNAL", raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    away = tmp_path / "team" / "journal.jsonl"
+    context = PluginContext(home=tmp_path / "home", project_root=project,
+                            config={"memory": {"graph": {"journal": str(away)}}})
+    assert plugin.protected_paths(context) == [(tmp_path / "team", "hidden")]
+    beside = tmp_path / "journal.jsonl"  # its folder holds the project
+    context.config["memory"]["graph"]["journal"] = str(beside)
+    names = {p.name for p, access in plugin.protected_paths(context) if access == "hidden"}
+    assert {"journal.jsonl", "journal.index", "journal.lock", "journal.corrupt", "embed"} <= names
+    assert str(tmp_path) not in {str(p) for p, _ in plugin.protected_paths(context)}
+    monkeypatch.setenv("MNEMO_MEMORY_JOURNAL", str(away))  # Mnemo's variable wins, as for every open
+    assert (tmp_path / "team", "hidden") in plugin.protected_paths(context)
