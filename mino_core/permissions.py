@@ -121,6 +121,11 @@ class Rule:
         subject = subject if subject is not None else subject_of(arguments)
         return any(self.hits(form, subject.path) for form in subject.deny)
 
+    def paths(self, root: Path) -> tuple[list[Path], bool]:
+        """The existing files the pattern names in ``root``, and whether that is all of
+        them (see ``rule_paths``): what a sandbox hides or keeps read-only for the rule."""
+        return rule_paths(self, root)
+
     def __str__(self) -> str:
         return f"{self.tool}({self.pattern})" if self.pattern else self.tool
 

@@ -21,8 +21,6 @@ LINK_CAP = 50_000  # entries of the project looked at for other names of a hidde
 
 def denied_paths(config: dict, project: Path) -> tuple[list[Path], list[Path], list[str]]:
     """(hidden, read-only, problems) for the deny rules in ``config``."""
-    from mino_core.permissions import rule_paths
-
     rules = Rules.from_config(config)
     hidden: list[Path] = []
     read_only: list[Path] = []
@@ -34,7 +32,7 @@ def denied_paths(config: dict, project: Path) -> tuple[list[Path], list[Path], l
         writes = any(rule.covers_tool(t) for t in WRITES)
         if not (reads or writes):
             continue
-        found, complete = rule_paths(rule, project)
+        found, complete = rule.paths(project)
         if not complete:
             problems.append(f"the deny rule {rule} names more files than the sandbox can list")
         (hidden if reads else read_only).extend(found)
