@@ -25,6 +25,17 @@ import time
 from pathlib import Path
 
 
+# The table as mino made it before its trigger and CHECKs (the upgrade tests start there).
+LEGACY_DDL = """CREATE TABLE IF NOT EXISTS mino_journal (
+    seq bigserial PRIMARY KEY,
+    line text NOT NULL,
+    written_by_user text NOT NULL,
+    written_by_host text NOT NULL,
+    session text NOT NULL DEFAULT '',
+    written_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+
 class Unavailable(Exception):
     pass
 
@@ -152,10 +163,13 @@ class PgServer:
         if make_table:
             import psycopg
 
-            from mino_memory_graph.journal_pg import DDL, TABLE
+            from mino_memory_graph.shared_schema import TABLE, make
 
             with psycopg.connect(out["owner_url"], autocommit=True) as c:
-                c.execute(DDL)
+                if make_table == "legacy":  # the table as an older mino made it
+                    c.execute(LEGACY_DDL)
+                else:
+                    make(c)
                 c.execute(f"GRANT SELECT, INSERT ON {TABLE} TO {mino}")
                 c.execute(f"GRANT USAGE ON SEQUENCE {TABLE}_seq_seq TO {mino}")
         return out

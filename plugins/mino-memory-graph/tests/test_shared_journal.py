@@ -271,11 +271,11 @@ def test_a_table_made_again_starts_the_mirror_over(pg, tmp_path):
     with s.write() as r:
         r.create_node("Aspect", "old journal")
     s.close()
-    from mino_memory_graph.journal_pg import DDL
+    from mino_memory_graph.shared_schema import make
 
     with psycopg.connect(db["owner_url"], autocommit=True) as c:
         c.execute("DROP TABLE mino_journal")
-        c.execute(DDL)
+        make(c)
         c.execute(f"GRANT SELECT, INSERT ON mino_journal TO {db['mino']}")
         c.execute(f"GRANT USAGE ON SEQUENCE mino_journal_seq_seq TO {db['mino']}")
     s = Store.open(home=tmp_path / "h", config=cfg(db["mino_url"]))

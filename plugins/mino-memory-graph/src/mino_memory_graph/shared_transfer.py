@@ -54,10 +54,16 @@ def push(journal: SharedJournal, lines: list[str]) -> int:
                 raise SharedJournalError(
                     f"the shared memory journal ({journal.shown}) already holds operations; "
                     "push copies a file journal into an empty one only")
-            with conn.cursor().copy(f"COPY {TABLE} (line, written_by_user, written_by_host, "
-                                    "session) FROM STDIN") as cp:
-                for line in lines:
-                    cp.write_row((line, journal.user, journal.host, journal.session))
+            if journal.version >= 2:  # who pushed it: the database says
+                with conn.cursor().copy(f"COPY {TABLE} (line, session) FROM STDIN") as cp:
+                    for line in lines:
+                        cp.write_row((line, "push"))
+            else:
+                with conn.cursor().copy(f"COPY {TABLE} (line, written_by_user, "
+                                        "written_by_host, session) FROM STDIN") as cp:
+                    for line in lines:
+                        cp.write_row((line, journal.role or journal.user, journal.host,
+                                      "push"))
             conn.execute(NOTIFY_COMMIT)
             journal.sync(conn)
         except psycopg.Error as e:
