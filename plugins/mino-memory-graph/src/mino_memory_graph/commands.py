@@ -202,6 +202,7 @@ def register_commands(group, context):
     def search_cmd(query, k, kind, areas, explain, as_json):
         """Search memory: the matching facts, where they came from, and when."""
         from .listing import Reader, node_view
+        from .shared_check import describe, written_by
         from .store import MemoryError_
 
         store = _open(context)
@@ -215,6 +216,9 @@ def register_commands(group, context):
                     views[r["node"]] = v = node_view(reader, row, query=query)
                     r.update(facts=v["facts"], source=v["source"], created=v["created"],
                              changed=v["changed"])
+                    who = written_by(store, r["node"])
+                    if who is not None:
+                        r["written_by"] = who
         except MemoryError_ as e:
             _fail(e)
         finally:
@@ -235,7 +239,8 @@ def register_commands(group, context):
             click.echo(_header(v, explain))
             for line in _facts_lines(v, SHOW_FACTS):
                 click.echo(line)
-            click.echo(f"    {_where(v)}")
+            who = describe(r.get("written_by"))
+            click.echo(f"    {_where(v)}" + (f"; {_one(who)}" if who else ""))
             if explain:
                 via = ", reached through the graph" if r["via_graph"] else ""
                 click.echo(f"    score {r['score']:.3f}{via}")
@@ -250,6 +255,11 @@ def register_commands(group, context):
         store = _open(context)
         try:
             click.echo(visible(store.state(node), lines=True), nl=False)
+            from .shared_check import describe, written_by
+
+            who = describe(written_by(store, node))  # a shared journal: the database's word
+            if who:
+                click.echo(_one(who))
         except MemoryError_ as e:
             _missing(e, node, store)
         finally:
@@ -480,7 +490,9 @@ def register_commands(group, context):
         if as_json:
             _echo_json(rep)
         else:
-            if fixed is not None:
+            if fixed is not None and fixed.get("message"):  # the shared journal's repair
+                click.echo(f"repaired: {_one(fixed['message'])}")
+            elif fixed is not None:
                 if fixed["removed"]:
                     click.echo(f"repaired: {fixed['removed']} bad line(s) removed from the "
                                f"journal; the old journal is kept as {fixed['kept']}")
@@ -513,6 +525,8 @@ def register_commands(group, context):
             else:
                 click.echo(f"index: DIFFERS from replay ({ix.get('difference')}); "
                            "rebuilt on next open")
+            for p in (rep.get("shared") or {}).get("problems", []):
+                click.echo(f"shared journal: {_one(p)}")
             click.echo("ok" if rep["ok"] else "problems found (see above)")
         if not rep["ok"]:
             raise SystemExit(1)

@@ -680,6 +680,7 @@ class SharedJournal(Journal):
         from .journal import replace_file
 
         self.table_oid = oid
+        self.version = 2  # made by make_table, in this mino's form
         judge = Rows()
         kept = [r for r in rows if judge.admit(r[1], r[2], r[3]) is None]
         data = "".join(r[1] + "\n" for r in kept).encode("utf-8")
@@ -850,6 +851,7 @@ class _Out:
                 os.close(fd)
         except OSError as e:
             self._undo(before)
+            j.stale = True  # the next read fetches what the copy could not take
             why = e.strerror or str(e)
             where = j.path.parent
             if saved:

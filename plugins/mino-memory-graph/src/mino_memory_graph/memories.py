@@ -16,7 +16,8 @@ class Memory:
 
     def __init__(self, store):
         self.store = store
-        self.standing = standing.Standing()
+        # a shared journal: each database role has its own profile (``journal_pg``)
+        self.standing = standing.Standing(getattr(store.journal, "profile_is_mine", None))
         self.markers: dict[str, int] = {}   # signature -> pain marker id
         self.markers_scanned = 0            # node ids below this are in ``markers``
 

@@ -243,3 +243,21 @@ def judge_all(rows) -> tuple["Rows", list, list]:
             state.refused += 1
             refused.append((row, why))
     return state, kept, refused
+
+
+def written_by(store, node: int, kind: str = "node") -> dict | None:
+    """Who wrote memory ``node`` (or fact / edge ``id`` with ``kind``), for what shows it
+    (``mino memory``, the recall block's provenance): ``{"role", "host", "mine"}`` from a
+    shared journal (``mine``: this database role; ``claimed``: an older table's clients
+    said so), None for a file journal (everything in it is this machine's)."""
+    f = getattr(store.journal, "written_by", None)
+    return f(kind, node) if f is not None else None
+
+
+def describe(who: dict | None) -> str:
+    """``written by ann (10.0.0.5), a teammate`` for one line of output; "" for none."""
+    if not who:
+        return ""
+    whose = "you" if who["mine"] else "a teammate"
+    said = ", as its client said" if who.get("claimed") else ""
+    return f"written by {who['role']} ({who['host']}), {whose}{said}"

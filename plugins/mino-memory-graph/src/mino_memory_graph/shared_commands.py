@@ -1,5 +1,5 @@
-"""``mino memory push`` and ``mino memory export``: between a file journal and the
-shared (PostgreSQL) one. ``push`` copies a file journal into an empty shared journal, ids
+"""``mino memory push``, ``export`` and ``restore``: between a file journal and the
+shared (PostgreSQL) one (``restore``: an old copy kept after a TRUNCATE, by the owner). ``push`` copies a file journal into an empty shared journal, ids
 kept; ``export PATH`` writes the shared journal to a new file journal that Mnemo reads.
 Errors are one line (no password in them) and exit code 1."""
 from __future__ import annotations
@@ -94,3 +94,38 @@ def register(group, context) -> None:
         finally:
             journal.close()
         click.echo(visible(f"Wrote {n} operation(s) from {journal.shown} to {dest}."))
+
+    @group.command("restore")
+    @click.argument("copy", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+    @click.option("--yes", is_flag=True, help="Do not ask; restore at once.")
+    def restore_cmd(copy, yes):
+        """Put back an old copy of the shared journal (after a TRUNCATE): table owner only."""
+        SharedJournalError = _pg().SharedJournalError
+        from .shared_restore import restore
+
+        if not yes and not sys.stdin.isatty():
+            raise click.ClickException(
+                "restore makes the shared table again from the old copy and the rows written "
+                "since; add --yes to confirm where nobody can answer")
+        journal = _shared(context)
+        try:
+            if not yes and not click.confirm(
+                    visible(f"Restore {copy} into the shared journal {journal.shown}?"),
+                    default=False):
+                click.echo("Nothing was restored.")
+                return
+            out = restore(journal, copy)
+        except SharedJournalError as e:
+            _fail(e)
+        except (OSError, ValueError) as e:
+            _fail(OSError(f"cannot read {copy}: {getattr(e, 'strerror', None) or e}"))
+        finally:
+            journal.close()
+        if not out["restored"] and not out["moved"]:
+            click.echo(visible(f"Nothing to restore: {journal.shown} already starts with it."))
+            return
+        click.echo(visible(
+            f"Restored {out['restored']} operation(s) from {copy} into {journal.shown}; "
+            f"{out['moved']} written since kept after them"
+            + (f"; {out['refused']} left out (refused)" if out["refused"] else "")
+            + "; every machine's copy starts over."))

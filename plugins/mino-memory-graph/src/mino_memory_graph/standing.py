@@ -162,9 +162,14 @@ def session_label(session_id: str) -> str:
 
 
 class Standing:
-    """The ids of the standing nodes for one store, found once and checked on use."""
+    """The ids of the standing nodes for one store, found once and checked on use.
 
-    def __init__(self):
+    ``mine``: with a shared journal, whether a profile node is this person's (the
+    database role that made it, ``SharedJournal.profile_is_mine``): each teammate has
+    their own profile, and the project nodes are shared."""
+
+    def __init__(self, mine=None):
+        self.mine = mine
         self.user: int | None = None
         self.projects: dict[str, int] = {}
         self.sessions: dict[str, int] = {}  # session id -> its session node
@@ -175,16 +180,24 @@ class Standing:
         return n is not None and not n.deleted
 
     def user_id(self, graph: Graph) -> int | None:
-        if self._alive(graph, self.user):
+        mine = self.mine or (lambda nid: True)
+        if self._alive(graph, self.user) and mine(self.user):
             return self.user
         self.user = None
         start = self.scanned_to
         if start == 0 or getattr(graph, "partial", False):
-            self.user = find_user(graph)
+            if self.mine is None:
+                self.user = find_user(graph)
+            else:
+                from .partial import find_label
+
+                self.user = next((nid for nid in find_label(graph, USER_LABEL, "Entity")
+                                  if mine(nid)), None)
         else:
             for nid in range(start, graph.next_node):
                 n = graph.nodes.get(nid)
-                if n is not None and not n.deleted and n.kind == "Entity" and n.label == USER_LABEL:
+                if (n is not None and not n.deleted and n.kind == "Entity"
+                        and n.label == USER_LABEL and mine(nid)):
                     self.user = nid
                     break
         self.scanned_to = graph.next_node
@@ -207,7 +220,9 @@ class Standing:
         user = self.user_id(g)
         if user is None:
             user = req.create_node("Entity", USER_LABEL, area="Semantic")
-            req.commit_log(user, "provenance", "standing node: the user's profile (global)")
+            req.commit_log(user, "provenance", "standing node: the user's profile (global)"
+                           if self.mine is None else
+                           "standing node: this person's profile (their database role's)")
             self.user = user
         project = self.project_id(g, identity)
         if project is None:

@@ -816,6 +816,9 @@ class Store:
                         "raw": _cap_raw(b["raw"], len(b["raw"]))[:200]}
                        for b in bad[: Report.KEEP]]
             index_info = self._check_index(g)
+            # a shared journal's copy against its record, and the rows refused everywhere
+            shared = self.journal.check_copy() if getattr(self.journal, "shared", False) \
+                else None
             # a partial graph is the index's view: the index was just compared
             replay_matches = (index_info.get("matches_replay", False) if self.partial
                               else same_graph(g, self.graph))
@@ -832,8 +835,9 @@ class Store:
                     cache_info.update(valid=False, reason=str(e))
         ok = replay_matches and rep.quarantined == 0 and rep.skipped == 0 and (
             not cache_info["exists"] or cache_info.get("matches_replay", True)) and (
-            index_info.get("matches_replay", True))
-        return {"ok": ok, "journal": str(self.path), "bytes": self.offset,
+            index_info.get("matches_replay", True)) and not (shared and shared["problems"])
+        extra = {"shared": shared} if shared is not None else {}
+        return {**extra, "ok": ok, "journal": str(self.path), "bytes": self.offset,
                 "replay": rep.as_dict(), "replay_matches_live": replay_matches,
                 "cache": cache_info, "index": index_info}
 
