@@ -579,7 +579,7 @@ class SharedJournal(Journal):
             insert = (f"INSERT INTO {TABLE} (line, session) SELECT l, %s FROM "
                       f"unnest(%s::text[]) WITH ORDINALITY AS u(l, i) ORDER BY i "
                       f"RETURNING seq, line, written_by_user, written_by_host")
-            args = (self.session[:_schema.MAX_SESSION], lines)
+            args = (_schema.clip(self.session), lines)
         else:  # an older mino's table: the columns are the client's to fill
             insert = (f"INSERT INTO {TABLE} (line, written_by_user, written_by_host, session) "
                       f"SELECT l, current_user, %s, %s FROM unnest(%s::text[]) WITH "

@@ -54,6 +54,12 @@ def register(group, context) -> None:
             lines, left = read_ops(source)
         except OSError as e:
             raise click.ClickException(visible(f"cannot read {source}: {e.strerror or e}"))
+        # judged as every machine judges the table's rows: what they would refuse stays out
+        from .shared_check import judge_all
+
+        _, kept, refused = judge_all([(line, "", "") for line in lines])
+        lines = [k[0] for k in kept]
+        left += [f"an operation every machine would refuse: {why}" for _, why in refused]
         for why in left[:10]:
             click.echo(visible(f"left out {why}"), err=True)
         if len(left) > 10:

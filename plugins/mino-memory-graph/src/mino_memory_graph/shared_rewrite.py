@@ -20,7 +20,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from .journal_pg import IDENTITY, TABLE, SharedJournalError
-from .shared_schema import MADE_BY_MINO, MAX_SESSION, make
+from .shared_schema import MADE_BY_MINO, clip, make
 
 # the grants on the table and on its sequence, other than the owner's own
 _ACL = f"""SELECT c.relkind, a.privilege_type,
@@ -73,7 +73,7 @@ def make_table(conn, rows, why: str) -> tuple[str, list]:
                  "s text, at timestamptz) ON COMMIT DROP")
     with conn.cursor().copy("COPY mino_rewrite (ord, line, u, h, s, at) FROM STDIN") as cp:
         for i, (line, u, h, s, at) in enumerate(rows):
-            cp.write_row((i, line, u, h, (s or "")[:MAX_SESSION], at))
+            cp.write_row((i, line, u, h, clip(s or ""), at))
     conn.execute(f"DROP TABLE {TABLE}")
     make(conn)
     conn.execute(f"INSERT INTO {TABLE} (line, written_by_user, written_by_host, session, "

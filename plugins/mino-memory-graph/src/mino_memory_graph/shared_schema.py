@@ -68,16 +68,26 @@ def grants(role: str = "mino") -> str:
             f"GRANT USAGE ON SEQUENCE {TABLE}_seq_seq TO {role};")
 
 
+# ``seq`` has no default: the trigger alone gives it out (a default would spend a number
+# before the trigger's own, leaving every other one unused)
+NO_DEFAULT = f"ALTER TABLE {TABLE} ALTER COLUMN seq DROP DEFAULT"
+
+
 def owner_statements(role: str = "mino") -> list[str]:
     """What the owner runs to make the table (mino runs them when its role may)."""
-    return [DDL, FUNCTION, f"DROP TRIGGER IF EXISTS {TRIGGER} ON {TABLE}", TRIGGER_DDL,
-            *[g.strip() for g in grants(role).split(";") if g.strip()]]
+    return [DDL, NO_DEFAULT, FUNCTION, f"DROP TRIGGER IF EXISTS {TRIGGER} ON {TABLE}",
+            TRIGGER_DDL, *[g.strip() for g in grants(role).split(";") if g.strip()]]
 
 
 def make(conn) -> None:
     """Make the table, its trigger and function (the caller may: owner or CREATE)."""
-    for stmt in owner_statements()[:4]:
+    for stmt in owner_statements()[:5]:
         conn.execute(stmt)
+
+
+def clip(text: str, nbytes: int = MAX_SESSION) -> str:
+    """``text`` cut to at most ``nbytes`` bytes of UTF-8 (a whole character at the end)."""
+    return text.encode("utf-8")[:nbytes].decode("utf-8", "ignore")
 
 
 # One value, read in the connection's first round trip: 2 when the table has the trigger
