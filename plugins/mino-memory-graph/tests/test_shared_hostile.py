@@ -304,8 +304,11 @@ try:
     print("no error")
 except OSError as e:
     print("ERROR", type(e).__name__, e)
+s.journal.stale = True  # a read still under the limit: the copy cannot take the row
+print("READ", "longer than ten" in s.state(n))
 resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 print("SIZE", s.journal.path.stat().st_size == size)
+s.journal.stale = True
 print("STATE", "longer than ten" in s.state(n))
 """
 
@@ -322,6 +325,9 @@ def test_a_full_disk_under_the_copy_is_one_line_and_loses_nothing(pg, tmp_path):
     assert len(err) == 1 and "SharedJournalError" in err[0], out.stdout + out.stderr
     assert "saved in the shared memory journal, but this machine's copy could not be " \
            "written (File too large" in err[0] and "nothing is lost" in err[0]
+    assert "READ False" in out.stdout  # read from what the copy holds...
+    grow = [ln for ln in out.stderr.splitlines() if "cannot grow" in ln]
+    assert len(grow) == 1 and "recall uses this machine's copy" in grow[0]  # ...said once
     assert "SIZE True" in out.stdout  # the copy holds no torn line
     assert "STATE True" in out.stdout  # the next read caught up from the table
     assert "Traceback" not in out.stderr and "AttributeError" not in out.stdout + out.stderr
@@ -411,3 +417,36 @@ def test_an_older_table_keeps_working_and_the_owners_repair_upgrades_it(pg, tmp_
         r.fact(n, "still", "writes")
     assert s.journal.version == 2 and len(server_lines(pg, db)) == 2
     s.close()
+
+
+# --- 4 (again). a paused server in a running session: the turn recalls, read-only ------
+
+def test_a_turn_with_the_server_paused_recalls_and_says_memory_is_read_only(
+        pg, graph_only, make_harness, scripted_server, mino_home, monkeypatch):
+    from mino_memory_graph import journal_pg
+    from mino_memory_graph.shared_offline import NOTE
+
+    monkeypatch.setattr(journal_pg, "QUERY_WAIT", 1)
+    monkeypatch.setattr(journal_pg, "CONNECT_TIMEOUT", 1)
+    db = pg.new_database()
+    config = {"memory": {"backend": "graph", "graph": {"journal": db["mino_url"]}}}
+    h = make_harness(config=config, approve="all")
+    scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
+        "where": "user", "key": "package manager", "value": "pnpm, never npm"}}]},
+        {"text": "Saved."})
+    h.turn("Please remember this preference for later.")
+    assert any("pnpm, never npm" in ln for ln in server_lines(pg, db))
+    pids = _server_pids(pg)
+    for p in pids:
+        os.kill(p, signal.SIGSTOP)
+    try:
+        scripted_server.add({"text": "Use pnpm."})
+        t = time.monotonic()
+        h.turn("Which package manager should I use to install dependencies?")
+        assert time.monotonic() - t < 30  # bounded (1 s deadlines), not the whole pause
+        lead = scripted_server.requests[-1]["input"][0]["content"]
+        assert "- package manager: pnpm, never npm" in lead and NOTE in lead
+        assert "Traceback" not in h.transcript + h.notices
+    finally:
+        for p in pids:
+            os.kill(p, signal.SIGCONT)

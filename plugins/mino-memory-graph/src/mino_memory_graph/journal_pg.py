@@ -552,8 +552,7 @@ class SharedJournal(Journal):
         """The write lock was not granted within LOCK_WAIT: who holds it, in one line."""
         who = ""
         try:
-            c = self.conn
-            c.execute("ROLLBACK")
+            c = self.conn  # its transaction already rolled back (``_write_lock``)
             k = LOCK_KEY & 0xFFFFFFFFFFFFFFFF
             with _deadline(c, 5):
                 rows = c.execute(_HOLDERS, (k >> 32, k & 0xFFFFFFFF)).fetchall()
@@ -765,8 +764,9 @@ class SharedJournal(Journal):
         _TOLD.add(self.url)
         from mino_core import visible
 
-        line = (f"mino: {e}; recall uses this machine's copy (up to seq {self.last_seq()}); "
-                f"memory writes fail until the server is back")
+        line = f"mino: {e}; recall uses this machine's copy (up to seq {self.last_seq()})"
+        if "cannot grow" not in str(e):  # the server, not this machine's disk
+            line += "; memory writes fail until the server is back"
         # a warning of this logger reaches stderr as one plain line unless the process
         # routes its logs elsewhere (as the plugin's other warnings do)
         log.warning("%s", visible(line))
