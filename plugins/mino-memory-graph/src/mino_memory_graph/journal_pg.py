@@ -564,7 +564,7 @@ class SharedJournal(Journal):
         return SharedJournalError(
             f"cannot write the shared memory journal ({self.shown}): another session held "
             f"its write lock for {LOCK_WAIT} s{': ' + who if who else ''}; nothing was "
-            f"saved (try again; the table's owner can end that session)")
+            f"saved (try again later)")
 
     def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
         """INSERT the request's lines and commit; only then append them to the mirror."""
