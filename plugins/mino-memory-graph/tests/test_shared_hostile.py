@@ -211,6 +211,15 @@ def _server_pids(pg):
     return pids
 
 
+def signal_all(pids, sig):
+    """``sig`` to each server process still there (a backend may exit meanwhile)."""
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+
+
 def test_a_paused_server_bounds_reads_and_writes_and_recall_goes_on(pg, tmp_path, monkeypatch):
     from mino_memory_graph import journal_pg
 
@@ -221,8 +230,7 @@ def test_a_paused_server_bounds_reads_and_writes_and_recall_goes_on(pg, tmp_path
         n = r.create_node("Aspect", "deploy port")
         r.fact(n, "port", "8081")
     pids = _server_pids(pg)
-    for p in pids:
-        os.kill(p, signal.SIGSTOP)
+    signal_all(pids, signal.SIGSTOP)
     try:
         s.journal.stale = True  # as after a NOTIFY: the next read asks the server
         t = time.monotonic()
@@ -234,8 +242,7 @@ def test_a_paused_server_bounds_reads_and_writes_and_recall_goes_on(pg, tmp_path
                 r.fact(n, "port", "9999")
         assert time.monotonic() - t < 30  # the connect_timeout (5 s) then gives up
     finally:
-        for p in pids:
-            os.kill(p, signal.SIGCONT)
+        signal_all(pids, signal.SIGCONT)
     assert "9999" not in s.state(n)
     time.sleep(0.1)
     with s.write() as r:  # the server answers again: the same store writes
@@ -437,8 +444,7 @@ def test_a_turn_with_the_server_paused_recalls_and_says_memory_is_read_only(
     h.turn("Please remember this preference for later.")
     assert any("pnpm, never npm" in ln for ln in server_lines(pg, db))
     pids = _server_pids(pg)
-    for p in pids:
-        os.kill(p, signal.SIGSTOP)
+    signal_all(pids, signal.SIGSTOP)
     try:
         scripted_server.add({"text": "Use pnpm."})
         t = time.monotonic()
@@ -448,5 +454,4 @@ def test_a_turn_with_the_server_paused_recalls_and_says_memory_is_read_only(
         assert "- package manager: pnpm, never npm" in lead and NOTE in lead
         assert "Traceback" not in h.transcript + h.notices
     finally:
-        for p in pids:
-            os.kill(p, signal.SIGCONT)
+        signal_all(pids, signal.SIGCONT)

@@ -39,28 +39,36 @@ DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     written_at timestamptz NOT NULL DEFAULT now()
 )"""
 
-# search_path pinned: a role with CREATE somewhere cannot shadow what the trigger calls
-FUNCTION = f"""CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger LANGUAGE plpgsql
-SET search_path = pg_catalog AS $f$
-DECLARE
-  host text := coalesce(host(inet_client_addr()), 'local');
+# Every name the trigger calls is pg_catalog's, spelt out: pg_catalog is searched before
+# anything a session puts in its search_path, and a role mino uses may create functions
+# nowhere (pg_temp is never searched for functions). No ``SET search_path`` clause: it
+# would cost every row a configuration save and restore. The owner may set who wrote a
+# row (the rewrites copy it); checked only when a row differs from the defaults.
+FUNCTION = f"""CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
-  IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'USAGE') THEN
+  IF (NEW.written_by_user IS DISTINCT FROM current_user::text
+      OR NEW.written_by_host IS DISTINCT FROM
+         coalesce(pg_catalog.host(pg_catalog.inet_client_addr()), 'local')
+      OR NEW.written_at IS DISTINCT FROM pg_catalog.now())
+     AND NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                     WHERE c.oid = TG_RELID), 'USAGE') THEN
     IF NEW.written_by_user IS DISTINCT FROM current_user::text
-       OR NEW.written_by_host IS DISTINCT FROM host THEN
+       OR NEW.written_by_host IS DISTINCT FROM
+          coalesce(pg_catalog.host(pg_catalog.inet_client_addr()), 'local') THEN
       RAISE EXCEPTION 'who wrote a row of % is set by the database, not by the client',
         TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
     END IF;
-    NEW.written_at := now();
+    NEW.written_at := pg_catalog.now();
   END IF;
-  PERFORM pg_advisory_xact_lock({LOCK_KEY});
-  NEW.seq := nextval(pg_get_serial_sequence(
-    quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME), 'seq'));
+  PERFORM pg_catalog.pg_advisory_xact_lock({LOCK_KEY});
+  NEW.seq := pg_catalog.nextval(TG_ARGV[0]::pg_catalog.regclass);
   RETURN NEW;
 END $f$"""
 
-TRIGGER_DDL = (f"CREATE TRIGGER {TRIGGER} BEFORE INSERT ON {TABLE} FOR EACH ROW "
-               f"EXECUTE FUNCTION {TRIGGER}()")
+# the sequence is named in full when the trigger is made (the function resolves nothing)
+TRIGGER_DDL = (f"DO $d$ BEGIN EXECUTE pg_catalog.format('CREATE TRIGGER {TRIGGER} BEFORE "
+               f"INSERT ON {TABLE} FOR EACH ROW EXECUTE FUNCTION {TRIGGER}(%L)', "
+               f"pg_catalog.pg_get_serial_sequence('{TABLE}', 'seq')); END $d$")
 
 
 def grants(role: str = "mino") -> str:
