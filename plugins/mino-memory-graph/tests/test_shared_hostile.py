@@ -146,13 +146,16 @@ def test_authorship_is_set_by_the_database_and_shown(pg, tmp_path):
     from mino_memory_graph.shared_check import written_by
 
     with s._locked(False):
-        assert written_by(s, 1) == {"role": ann, "host": "127.0.0.1", "mine": False}
-        assert written_by(s, mine) == {"role": db["mino"], "host": "127.0.0.1", "mine": True}
+        assert written_by(s, 1) == {"role": ann, "host": "127.0.0.1", "mine": False,
+                                    "here": False}
+        assert written_by(s, mine) == {"role": db["mino"], "host": "127.0.0.1", "mine": True,
+                                       "here": True}
     s.close()
     env = env_for(db["mino_url"])
     shown = mino(home, "memory", "show", "1", env=env)
     assert f"written by {ann} (127.0.0.1), a teammate" in shown.stdout, shown.stdout
-    assert "you" in mino(home, "memory", "show", str(mine), env=env).stdout.splitlines()[-1]
+    assert mino(home, "memory", "show", str(mine), env=env).stdout.splitlines()[-1] == \
+        f"written by {db['mino']} (127.0.0.1), you, on this machine"
     found = json.loads(mino(home, "memory", "search", "deploy notes", "--json",
                             env=env).stdout)["results"]
     assert {r["node"]: r["written_by"]["role"] for r in found} == {1: ann, mine: db["mino"]}

@@ -133,7 +133,9 @@ class SharedJournal(Journal):
         self.conn: psycopg.Connection | None = None
         self.table_oid: str | None = None  # IDENTITY
         self.version = 2           # the table's form (shared_schema.VERSION)
-        self.role: str | None = self._state().get("role")  # the database role, as last seen
+        st = self._state()  # the database role, and this machine's address, as last seen
+        self.role: str | None = st.get("role")
+        self.address: str | None = st.get("address")
         self.stale = True          # a catch-up query is due before the next read
         self.offline = ""          # why the last connection attempt failed
         self.notice_shown = False
@@ -184,10 +186,11 @@ class SharedJournal(Journal):
                     f"LISTEN {CHANNEL}; SET idle_in_transaction_session_timeout = "
                     f"'{IDLE_IN_WRITE}s'; SET lock_timeout = '{LOCK_WAIT}s'; "
                     f"SET statement_timeout = '{STATEMENT_WAIT}s'; "
-                    f"SELECT {IDENTITY}, {_schema.VERSION}, current_user::text")
+                    f"SELECT {IDENTITY}, {_schema.VERSION}, current_user::text, "
+                    f"coalesce(host(inet_client_addr()), 'local')")
                 while cur.nextset():
                     pass
-                ident, version, role = cur.fetchone()
+                ident, version, role, address = cur.fetchone()
                 self._ensure_table(conn, ident, version)
         except SharedJournalError:
             conn.close()
@@ -196,7 +199,7 @@ class SharedJournal(Journal):
             conn.close()
             raise self.error("the shared memory journal is not usable", e) from None
         self.conn = conn
-        self.role = role
+        self.role, self.address = role, address
         self.stale = True  # what was written while we were away was not notified
         if self.offline:
             log.warning("shared memory journal %s reachable again", self.shown)
@@ -311,7 +314,7 @@ class SharedJournal(Journal):
             os.write(fd, json.dumps({"v": STATE_V, "seq": seq, "bytes": nbytes,
                                      "table": self.table_oid, "where": self.shown,
                                      "rbytes": rbytes, "chain": chain, "refused": refused,
-                                     "role": self.role}).encode())
+                                     "role": self.role, "address": self.address}).encode())
         finally:
             os.close(fd)
         os.replace(tmp, self.state_path)
@@ -731,9 +734,10 @@ class SharedJournal(Journal):
     # --- who wrote what -----------------------------------------------------------
 
     def written_by(self, kind: str, id: int) -> dict | None:
-        """``{"role", "host", "mine"}``: who made node / fact / edge ``id`` (the database
-        said so on a table of this mino's form; ``claimed`` when an older table's clients
-        did); None when unknown. Caller holds a lock (the copy is current)."""
+        """``{"role", "host", "mine", "here"}``: who made node / fact / edge ``id`` (the
+        database said so on a table of this mino's form; ``claimed`` when an older table's
+        clients did); ``mine``: this database role; ``here``: this role from this
+        machine's address. None when unknown. Caller holds a lock (the copy is current)."""
         st = self._state()
         try:
             who = self._judge_for(st).author_of(kind, id)
@@ -741,7 +745,9 @@ class SharedJournal(Journal):
             return None
         if who is None:
             return None
-        out = {"role": who[0], "host": who[1], "mine": bool(self.role) and who[0] == self.role}
+        mine = bool(self.role) and who[0] == self.role
+        out = {"role": who[0], "host": who[1], "mine": mine,
+               "here": mine and bool(self.address) and who[1] == self.address}
         if self.version < 2:
             out["claimed"] = True
         return out

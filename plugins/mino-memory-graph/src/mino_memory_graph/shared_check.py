@@ -247,9 +247,10 @@ def judge_all(rows) -> tuple["Rows", list, list]:
 
 def written_by(store, node: int, kind: str = "node") -> dict | None:
     """Who wrote memory ``node`` (or fact / edge ``id`` with ``kind``), for what shows it
-    (``mino memory``, the recall block's provenance): ``{"role", "host", "mine"}`` from a
-    shared journal (``mine``: this database role; ``claimed``: an older table's clients
-    said so), None for a file journal (everything in it is this machine's)."""
+    (``mino memory``, the recall block's provenance): ``{"role", "host", "mine", "here"}``
+    from a shared journal (``mine``: this database role; ``here``: and from this
+    machine's address; ``claimed``: an older table's clients said so), None for a file
+    journal (everything in it is this machine's)."""
     f = getattr(store.journal, "written_by", None)
     return f(kind, node) if f is not None else None
 
@@ -258,6 +259,7 @@ def describe(who: dict | None) -> str:
     """``written by ann (10.0.0.5), a teammate`` for one line of output; "" for none."""
     if not who:
         return ""
-    whose = "you" if who["mine"] else "a teammate"
+    whose = ("you, on this machine" if who.get("here") else "you" if who["mine"]
+             else "a teammate")
     said = ", as its client said" if who.get("claimed") else ""
     return f"written by {who['role']} ({who['host']}), {whose}{said}"
