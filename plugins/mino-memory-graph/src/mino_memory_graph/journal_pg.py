@@ -41,7 +41,6 @@ differ.
 """
 from __future__ import annotations
 
-import errno
 import getpass
 import hashlib
 import json

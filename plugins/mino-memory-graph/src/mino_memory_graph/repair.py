@@ -100,7 +100,7 @@ def shared_repair(store) -> dict:
     differs from its record (an edit), and refused rows are left to the owner, said so."""
     import psycopg
 
-    from .journal_pg import NOTIFY_COMMIT, TABLE, SharedJournalError
+    from .journal_pg import NOTIFY_COMMIT, TABLE
     from .shared_check import judge_all
     from .shared_rewrite import is_owner, make_table, refusal
 
@@ -150,5 +150,4 @@ def shared_repair(store) -> dict:
             raise refusal(j.shown)
         parts.append(str(refusal(j.shown)))
     info["message"] = "; ".join(parts) or "nothing to repair"
-    _ = SharedJournalError
     return info

@@ -22,6 +22,8 @@ from psycopg import sql
 from .journal_pg import IDENTITY, TABLE, SharedJournalError
 from .shared_schema import MADE_BY_MINO, clip, make
 
+OWNER_WAIT = 600  # seconds one statement of a rewrite, push or restore may take
+
 # the grants on the table and on its sequence, other than the owner's own
 _ACL = f"""SELECT c.relkind, a.privilege_type,
        CASE WHEN a.grantee = 0 THEN NULL ELSE pg_get_userbyid(a.grantee) END
@@ -68,6 +70,8 @@ def make_table(conn, rows, why: str) -> tuple[str, list]:
     None)``) in order, with the old table's grants; the comment says mino made it (every
     copy then starts over without keeping its old self). Caller: the owner, in a
     transaction under the lock. Returns the ``IDENTITY`` and ``(seq, line, user, host)``."""
+    # an owner's one-off command over the whole table: not held to a write's bound
+    conn.execute(f"SET LOCAL statement_timeout = '{OWNER_WAIT}s'")
     grants = conn.execute(_ACL).fetchall()
     conn.execute("CREATE TEMP TABLE mino_rewrite (ord bigint, line text, u text, h text, "
                  "s text, at timestamptz) ON COMMIT DROP")

@@ -13,6 +13,7 @@ import psycopg
 from .journal import Journal
 from .journal_pg import (BATCH, BEGIN_LOCKED, NOTIFY_COMMIT, TABLE, SharedJournal,
                          SharedJournalError)
+from .shared_rewrite import OWNER_WAIT
 
 
 def read_ops(source: Path) -> tuple[list[str], list[str]]:
@@ -49,6 +50,7 @@ def push(journal: SharedJournal, lines: list[str]) -> int:
     with Journal.locked(journal, exclusive=True):
         try:
             conn.execute(BEGIN_LOCKED)
+            conn.execute(f"SET LOCAL statement_timeout = '{OWNER_WAIT}s'")  # one big COPY
             if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})").fetchone()[0]:
                 conn.execute("ROLLBACK")
                 raise SharedJournalError(
