@@ -3,7 +3,6 @@ sequence's USAGE, nothing else) against the throwaway cluster, and what every ot
 machine sees. One test per way of breaking, stalling or impersonating the others."""
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -23,9 +22,12 @@ FORGED = 2**63 - 1
 def sql(url, *statements):
     import psycopg
 
+    out = None
     with psycopg.connect(url, autocommit=True) as c:
-        return [c.execute(s).fetchall() if c.execute(s).description else None
-                for s in statements][-1]
+        for s in statements:
+            cur = c.execute(s)
+            out = cur.fetchall() if cur.description else None
+    return out
 
 
 def insert(url, line, **cols):
