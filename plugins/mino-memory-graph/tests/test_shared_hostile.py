@@ -384,6 +384,7 @@ def test_each_person_has_their_own_profile_and_nobody_writes_anothers(pg, tmp_pa
         mems[who] = (mem, user, project)
     (m1, u1, p1), (m2, u2, p2) = mems["mino"], mems["ann"]
     assert u1 != u2 and p1 == p2  # a profile each; the project is one node for the team
+    m1.store.journal.stale = True  # as the NOTIFY will (it may come a moment after the commit)
     m1.store.refresh()
     assert m1.standing.user_id(m1.store.graph) == u1
     assert "ann's editor" in m1.store.state(u2) and "mino's editor" not in m1.store.state(u2)
