@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 THIS_MACHINE = "this machine"
 TEAMMATE = "a teammate"
@@ -34,6 +34,7 @@ LOG_WRITER = {"tool_call": "the assistant's call", "tool_refused": "the assistan
               "guarded": "observed by mino", "outcome": "observed by mino",
               "recurred": "observed by mino", "reflection": "written by the assistant",
               "provenance": "recorded by mino", "promoted": "recorded by mino"}
+_PLAIN_ROLE = re.compile(r"[A-Za-z_][A-Za-z0-9_.@-]{0,62}")
 _SESSION = re.compile(r"\bsession ([0-9a-f]{8,64})\b")
 
 
@@ -83,12 +84,57 @@ def sessions_named(graph, nid: int) -> set[str]:
     return out
 
 
+class _Authors(Mapping):
+    """Node id -> who wrote it, as the shared table's columns say (the database sets them,
+    not the client), asked only for the nodes a block shows."""
+
+    def __init__(self, journal) -> None:
+        self._journal = journal
+        self._said: dict[int, str | None] = {}
+
+    def _name(self, nid: int) -> str | None:
+        if nid not in self._said:
+            try:
+                who = self._journal.written_by("node", nid)
+            except Exception:  # authorship is a label: never worth losing the block over
+                who = None
+            self._said[nid] = _describe(who)
+        return self._said[nid]
+
+    def __contains__(self, nid) -> bool:
+        return isinstance(nid, int) and self._name(nid) is not None
+
+    def __getitem__(self, nid: int) -> str:
+        name = self._name(nid)
+        if name is None:
+            raise KeyError(nid)
+        return name
+
+    def __iter__(self):
+        return iter(k for k, v in self._said.items() if v is not None)
+
+    def __len__(self) -> int:
+        return sum(v is not None for v in self._said.values())
+
+
+def _describe(who: dict | None) -> str | None:
+    """``a teammate (role ann)`` for a node another database role wrote; None otherwise.
+    The role name is the database's word, shown only when it is a plain identifier (a
+    quoted role may hold ``]`` or an order)."""
+    if not who or who.get("mine") or who.get("claimed"):
+        return None  # this role (or a client's claim): the session logs tell machines apart
+    role = str(who.get("role", ""))
+    return f"{TEAMMATE} (role {role})" if _PLAIN_ROLE.fullmatch(role) else TEAMMATE
+
+
 def origins_for(store, home) -> Origins:
-    """The origins of a store's nodes as seen from ``home`` (its session logs)."""
+    """The origins of a store's nodes as seen from ``home`` (its session logs, and the
+    shared table's authorship where it records one)."""
     if not getattr(store.journal, "shared", False):
         return Origins()
     try:
         local = frozenset(p.stem for p in (Path(home) / "sessions").glob("*.jsonl"))
     except OSError:
         local = frozenset()
-    return Origins(shared=True, local_sessions=local)
+    authors = _Authors(store.journal) if hasattr(store.journal, "written_by") else {}
+    return Origins(shared=True, local_sessions=local, authors=authors)
