@@ -198,3 +198,49 @@ def test_the_session_node_this_process_made_is_where_the_session_began(
     g = journal(mino_home).graph
     assert consolidate._began_at(g, sid, known) == consolidate._began_at(g, sid) == known
     assert consolidate._began_at(g, sid, known - 1) == known  # not its node: the scan
+
+
+def _large(path, themes=30, per=10, pairs=150):
+    """A memory past ``LARGE``: ``themes`` groups of ``per`` episodes sharing two words,
+    ``pairs`` pairs sharing one word, and one word ("deploy") in every episode."""
+    s = Store.open(path)
+    with s.write() as r:
+        for j in range(themes):
+            for k in range(per):
+                r.episode(f"task: deploy alpha{j} beta{j} item{j}x{k}")
+        for i in range(pairs):
+            for k in range(2):
+                r.episode(f"task: deploy pair{i} other{i}x{k}")
+    return s
+
+
+def test_a_large_memory_gets_its_themes_not_its_chance_pairs_and_common_words(tmp_path):
+    """Mnemo's rule alone makes a lesson of every pair sharing a word and "deploy" (150
+    here) and of each theme with "deploy" in it; at scale a theme needs 3 sources and a
+    word in most sources is no theme, so only the 30 real themes are lessons."""
+    s = _large(tmp_path / "j.jsonl")
+    ops, lessons = consolidate.plan(s.graph, limit=None)
+    assert [x["label"] for x in lessons] == sorted(
+        f"lesson: alpha{j} beta{j}" for j in range(30))
+    assert all(x["occurrences"] == 10 for x in lessons)
+    s.close()
+
+
+def test_one_pass_writes_a_bounded_number_and_a_session_end_only_what_is_new(tmp_path):
+    s = _large(tmp_path / "j.jsonl")
+    assert consolidate._index_of(s) is not None
+    first = consolidate.apply_new(s)
+    assert sum(x["change"] == "new" for x in first) == consolidate.MAX_WRITES
+    second = consolidate.apply_new(s)  # the first was cut short: the rest now
+    assert sum(x["change"] == "new" for x in second) == 30 - consolidate.MAX_WRITES
+    assert consolidate.apply_new(s) == []  # no source since: nothing read, nothing planned
+    with s.write() as r:
+        new = [r.episode(f"task: gamma delta run{k}") for k in range(3)]
+    third = consolidate.apply_new(s)
+    assert [(x["label"], x["sources"], x["change"]) for x in third] == [
+        ("lesson: delta gamma", new, "new")]
+    g = s.graph
+    assert len(consolidate._lesson_nodes(g)) == 31
+    # a full pass (`mino memory consolidate`) finds nothing left to write
+    assert consolidate.plan(g, limit=None)[0] == []
+    s.close()

@@ -387,10 +387,10 @@ def test_four_processes_over_the_index_never_share_an_id(tmp_path):
 @pytest.mark.parametrize("worker_dies", [False, True])
 def test_a_rebuild_with_its_text_worker_holds_what_the_appends_left(tmp_path, monkeypatch,
                                                                     worker_dies):
-    """A large rebuild derives words and vectors in a second process, a window behind:
-    the tables are the same as the index kept in step, and the same again when that
-    process dies mid-way (the rest is derived in-process)."""
-    from mino_memory_graph import journal as journal_mod, text_worker
+    """A large rebuild derives words and vectors at its end, every other chunk in a
+    second process: the tables are the same as the index kept in step, and the same
+    again when that process dies mid-way (the rest is derived in-process)."""
+    from mino_memory_graph import index as index_mod, journal as journal_mod, text_worker
 
     path = tmp_path / "journal.jsonl"
     s = busy_store(path, requests=80)
@@ -399,6 +399,8 @@ def test_a_rebuild_with_its_text_worker_holds_what_the_appends_left(tmp_path, mo
     monkeypatch.setattr(text_worker, "WORKER_BYTES", 0)
     monkeypatch.setattr(text_worker, "_cores", lambda: 2)
     monkeypatch.setattr(journal_mod, "WINDOW", 4096)  # many windows, rows carried over
+    monkeypatch.setattr(index_mod, "DERIVE_CHUNK", 8)  # many chunks for the worker
+    monkeypatch.setattr(index_mod, "KEEP_ROWS", 10)  # rows read back from the file
     monkeypatch.setenv("MINO_GRAPH_REBUILD_WORKER", "1")
     started, submits = [], []
     real_submit = text_worker.Deferred.submit
@@ -415,10 +417,49 @@ def test_a_rebuild_with_its_text_worker_holds_what_the_appends_left(tmp_path, mo
     monkeypatch.setattr(text_worker.Deferred, "submit", submit)
     j = Journal(path)
     ix = Index.open(j, rebuild=True)
-    assert ix.rebuilt and len(started) == 1 and len(submits) > 5
+    assert ix.rebuilt and len(started) == 1 and len(submits) > 3
     assert all(p.poll() is not None for p in started)  # no worker outlives the rebuild
     rebuilt = _tables(ix)
     for table in live:
         assert rebuilt[table] == live[table], table
+    ix.close()
+    j.close()
+
+
+def test_a_rebuild_drops_the_log_of_a_hard_deleted_node_whose_id_comes_back(tmp_path,
+                                                                            monkeypatch):
+    """A rebuild stages log lines as they come and sorts them in at its end: the lines of
+    a node deleted for good go, those of a node made again under its id stay, across
+    windows and with rows read back from the file, as a replay has them."""
+    import json as _json
+    from mino_memory_graph import index as index_mod, journal as journal_mod
+
+    def op(name, **body):
+        return _json.dumps({name: body}, separators=(",", ":")) + "\n"
+
+    lines, at = [], 1_700_000_000_001
+    for n in range(1, 41):
+        lines.append(op("CreateNode", id=n, kind="Aspect", label=f"memory {n}", at=at))
+        for k in range(6):
+            lines.append(op("CommitLog", node=n, kind="tool_call", detail=f"run {n}.{k}", at=at))
+    for n in (5, 17, 33):
+        lines.append(op("DeleteNode", node=n, hard=True, at=at))
+    lines.append(op("CreateNode", id=17, kind="Aspect", label="memory 17 again", at=at))
+    lines.append(op("CommitLog", node=17, kind="tool_call", detail="once more", at=at))
+    for n in [*range(1, 41, 3), 17]:  # old nodes again, read back from the file
+        if n not in (5, 33):
+            lines.append(op("AddFact", node=n, fact_id=100 + n, key="note", value=f"n{n}",
+                            at=at))
+    path = tmp_path / "journal.jsonl"
+    path.write_text("".join(lines))
+    monkeypatch.setattr(journal_mod, "WINDOW", 2048)
+    monkeypatch.setattr(index_mod, "KEEP_ROWS", 4)
+    j = Journal(path)
+    ix = Index.open(j, rebuild=True)
+    assert compare(ix, replayed(path)) is None
+    assert [d for (d,) in ix.db.execute("SELECT detail FROM log WHERE node=17 ORDER BY seq")
+            ] == ["node created as memory 17 again", "once more", "note: n17"]
+    assert ix.db.execute("SELECT count(*) FROM log WHERE node IN (5, 33)").fetchone() == (0,)
+    assert not list(tmp_path.glob("*.new-*"))  # the staged lines' file is gone
     ix.close()
     j.close()

@@ -35,17 +35,19 @@ window's nodes back before reading the next, so memory stays bounded whatever th
 journal's size; on a terminal it draws a progress bar on stderr. It writes a new file
 renamed over the index once whole (a crash leaves the old index or none), so it needs
 no rollback journal and leaves to the end what only the final graph needs (secondary
-indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``). Its node
-texts' words and vectors are derived a window behind (``text_worker.Deferred``: on a
-second core for a large journal) and written over the rows one flush later.
+indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``), the node
+texts' words and vectors among them: each live node's are derived once, from its final
+text (``text_worker``: every other chunk on a second core for a large journal), however
+often the journal came back to it. The rows a fold read stay for the next window, the
+newest ``KEEP_ROWS``, so a node the journal keeps touching is read back rarely.
 
-Layout (one row per node; ``facts``, ``tail`` as JSON)::
+Layout (one row per node; ``facts``, ``t3`` as JSON)::
 
     nodes(id, kind, area, label, deleted, useful, unhelpful, created_at, nlog,
           facts  [[id, key, value, created_at, active, superseded_by], ...],
-          tail   {"t": last 3 log entries [kind, detail], "r": last 5 non-fact
-                  entries [at, kind, detail]},
-          context, body)          -- body: the node's hashing-v1 tokens, FTS5 content
+          vec, context, live, words, wlen, parent, temporal,
+          t3     [[kind, detail], ...] its last 3 log entries, oldest first)
+                                  -- words: the node's hashing-v1 tokens, FTS5 content
     log(node, seq, at, kind, detail)                  -- the whole log, clustered by node
     edges(id, src, dst, kind, weight, valid_from, invalid_at, success, failure)
     text USING fts5(body, content=nodes)              -- BM25 over node text
@@ -70,10 +72,10 @@ from . import words as _words
 from .model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
                     PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
 
-SCHEMA = 7  # 7: words are Snowball stems (issue 25); an older index is rebuilt
+SCHEMA = 8  # 7: words are Snowball stems (issue 25); 8: the last 3 log entries in the node's row (t3)
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
-KEEP_ROWS = 20_000  # node rows a fold keeps from one window to the next
+KEEP_ROWS = 30_000  # node rows a fold keeps from one window to the next, newest read
 COMMON = 2000  # a term in more documents is left out of a lexical match (see lexical)
 
 # node row, as held while a batch applies: a list indexed by these
@@ -88,7 +90,7 @@ CREATE TABLE blocks(i INTEGER PRIMARY KEY, digest BLOB NOT NULL);
 CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, area TEXT, label TEXT,
     deleted INTEGER, useful INTEGER, unhelpful INTEGER, created_at INTEGER,
     nlog INTEGER, facts TEXT, vec BLOB, context TEXT, live INTEGER,
-    words TEXT, wlen INTEGER, parent INTEGER, temporal INTEGER);
+    words TEXT, wlen INTEGER, parent INTEGER, temporal INTEGER, t3 TEXT);
 CREATE TABLE clusters(id INTEGER PRIMARY KEY, words TEXT, wlen INTEGER);
 CREATE TABLE log(node INTEGER, seq INTEGER, at INTEGER, kind TEXT, detail TEXT,
     PRIMARY KEY(node, seq)) WITHOUT ROWID;
@@ -101,6 +103,16 @@ CREATE VIRTUAL TABLE ctext USING fts5(words, content=clusters, content_rowid=id,
     tokenize='ascii');
 CREATE VIRTUAL TABLE cterms USING fts5vocab(ctext, 'row');
 """
+
+# a rebuild's log lines in the order they come (appended, not placed into the log table's
+# node order, which a journal coming back to old nodes made a write at a random page per
+# line), and the nodes it hard-deleted with the last staged line they had then: ``finish``
+# moves the lines into ``log`` in one sorted pass, less those of the deleted nodes
+_STAGE_DDL = """
+CREATE TABLE stage.log(node INTEGER, seq INTEGER, at INTEGER, kind TEXT, detail TEXT);
+CREATE TABLE stage.purged(node INTEGER PRIMARY KEY, mark INTEGER);
+"""
+REBUILD_CACHE_KIB = 64 << 10  # a rebuild's page cache: the node rows it goes back to
 
 # secondary indexes: a rebuild into a fresh file makes them at the end, in one pass each
 _EDGE_INDEXES = """
@@ -160,7 +172,7 @@ class _Sink:
         # a rebuild into a fresh file: which node ids exist, kept here rather than asked
         # of the database; the lexical tables are filled once at the end (``fill_text``)
         self.known: bytearray | None = bytearray() if index.fresh else None
-        self.deferred = None  # a fresh rebuild's text work, one window behind (flush)
+        self.deferred = None  # a fresh rebuild's text worker (``_derive_all``)
         self.stats = dict(index.db.execute(
             "SELECT key, value FROM meta WHERE key IN ('n_live','w_total','c_live','c_total')"))
         m = index.counters()
@@ -181,13 +193,11 @@ class _Sink:
             return None
         r = self.db.execute(
             "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, context, live, words, wlen, parent, temporal FROM nodes "
+            "facts, context, live, words, wlen, parent, temporal, t3 FROM nodes "
             "WHERE id=?", (id,)).fetchone()
         if r is None:
             return None
-        t3 = [[k, d] for k, d in self.db.execute(
-            "SELECT kind, detail FROM log WHERE node=? ORDER BY seq DESC LIMIT 3", (id,))]
-        t3.reverse()
+        t3 = _loads(r[15]) if r[15] else []
         row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), t3,
                None, _loads(r[9]) if r[9] else None, r[10], False, False, None,
                r[11], r[12], r[13], r[14]]
@@ -377,12 +387,11 @@ class _Sink:
     # --- writing back -------------------------------------------------------------
 
     def flush(self) -> None:
+        if self.known is not None:
+            return self._flush_fresh()
         db, st = self.db, self.stats
         fts_del, fts_add, node_rows, logs, texts = [], [], [], [], []
-        later_ids, later = [], []
         clusters: set[int] = set()
-        if self.deferred is not None:  # the last window's words and vectors, first
-            self._derived(*self.deferred.collect())
         for id, body, words, wlen, parent in self.purged:
             db.execute("DELETE FROM nodes WHERE id=?", (id,))
             db.execute("DELETE FROM log WHERE node=?", (id,))
@@ -411,17 +420,12 @@ class _Sink:
                     text = text_of(row[KIND], row[LABEL], row[FACTS], row[T3])
                     body = 1
                     st["n_live"] += 1
-                    if self.deferred is not None:  # a fresh rebuild: written at the next flush
-                        later_ids.append(id)
-                        later.append(text)
-                        words, wlen, temporal = None, 0, 0
-                    else:
-                        toks = _words.tokenize(text)
-                        words, wlen = " ".join(toks), len(toks)
-                        fts_add.append((id, words))
-                        texts.append(text)
-                        st["w_total"] += wlen
-                        temporal = int(not _words._RELATIVE_TIME_STEMS.isdisjoint(toks))
+                    toks = _words.tokenize(text)
+                    words, wlen = " ".join(toks), len(toks)
+                    fts_add.append((id, words))
+                    texts.append(text)
+                    st["w_total"] += wlen
+                    temporal = int(not _words._RELATIVE_TIME_STEMS.isdisjoint(toks))
                 if row[PARENT] is not None and row[WORDS] != words:
                     clusters.add(row[PARENT])
                 row[WORDS], row[WLEN] = words, wlen
@@ -431,13 +435,9 @@ class _Sink:
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
                               _dumps(row[FACTS]), None if row[TEXT] else _KEEP,
                               _dumps(row[CONTEXT]) if row[CONTEXT] else None, body,
-                              words, wlen, row[PARENT], temporal))
+                              words, wlen, row[PARENT], temporal, _dumps(row[T3])))
             if row[PENDING]:
                 logs.extend(row[PENDING])
-        if self.known is not None:
-            fts_del = fts_add_rows = ()
-        else:
-            fts_add_rows = fts_add
         if fts_del:
             db.executemany("INSERT INTO text(text, rowid, words) VALUES('delete', ?, ?)",
                            fts_del)
@@ -452,55 +452,121 @@ class _Sink:
             node_rows = [r[:10] + (vecs.get(r[0]) if r[10] is None else old.get(r[0]),)
                          + r[11:] for r in node_rows]
             db.executemany("INSERT OR REPLACE INTO nodes VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
         if logs:
             db.executemany("INSERT OR REPLACE INTO log VALUES (?,?,?,?,?)", logs)
-        if fts_add_rows:
-            db.executemany("INSERT INTO text(rowid, words) VALUES(?, ?)", fts_add_rows)
-        edges = [(id, *e[:E_CHANGED]) for id, e in self.erows.items() if e[E_CHANGED]]
-        if edges:
-            db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)", edges)
-        if self.known is None:  # a fresh rebuild places every node once, at the end
-            for p in self.orphaned:
-                self.reparent.update(r[0] for r in db.execute(
-                    "SELECT id FROM nodes WHERE parent=?", (p,)))
-            if self.reparent:
-                self._reparent(clusters)
-            if clusters:
-                self._clusters(clusters)
+        if fts_add:
+            db.executemany("INSERT INTO text(rowid, words) VALUES(?, ?)", fts_add)
+        self._write_edges()
+        for p in self.orphaned:
+            self.reparent.update(r[0] for r in db.execute(
+                "SELECT id FROM nodes WHERE parent=?", (p,)))
+        if self.reparent:
+            self._reparent(clusters)
+        if clusters:
+            self._clusters(clusters)
         db.executemany("UPDATE meta SET value=? WHERE key=?",
                        [(v, k) for k, v in st.items()])
-        if self.deferred is not None:
-            self.deferred.submit(later_ids, later)
-        # rows stay for the next window as they now are on disk (hot nodes such as the
-        # projects are not read back each window), up to KEEP_ROWS; edges do not
+        self._keep_rows()
+
+    def _write_edges(self) -> None:
+        edges = [(id, *e[:E_CHANGED]) for id, e in self.erows.items() if e[E_CHANGED]]
+        if edges:
+            self.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)",
+                                edges)
+
+    def _keep_rows(self) -> None:
+        """Rows stay for the next window as they now are on disk, the newest read up to
+        ``KEEP_ROWS`` (an agent's journal comes back to recent nodes and to hot ones such
+        as its projects, which stay as long as they are touched once in a while); edges
+        do not."""
         rows = self.rows
-        if len(rows) > KEEP_ROWS:
-            rows.clear()
-        else:
-            for id in [i for i, r in rows.items() if r is None]:
+        for id in [i for i, r in rows.items() if r is None]:
+            del rows[id]
+        for r in rows.values():
+            r[CHANGED] = r[TEXT] = False
+            r[PENDING] = None
+        over = len(rows) - KEEP_ROWS
+        if over > 0:  # the oldest read go (a dict keeps its keys in the order they came)
+            for id in list(itertools.islice(rows, over + KEEP_ROWS // 4)):
                 del rows[id]
-            for r in rows.values():
-                r[CHANGED] = r[TEXT] = False
-                r[PENDING] = None
         self.indb = set(rows)
         self.erows.clear()
         self.purged.clear()
         self.reparent.clear()
         self.orphaned.clear()
 
+    def _flush_fresh(self) -> None:
+        """A rebuild into a fresh file: the rows as they stand, and no text work at all.
+        A node's words and vector depend on its final text only, so ``finish`` derives
+        each live node's once (before, every window re-derived each node it touched: an
+        agent's journal that keeps coming back to old nodes paid it many times a node).
+        Cluster parents and the lexical tables are also ``finish``'s."""
+        node_rows, logs = [], []
+        for id, row in self.rows.items():
+            if row is None or not row[CHANGED]:
+                continue
+            node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
+                              row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
+                              _dumps(row[FACTS]), None,
+                              _dumps(row[CONTEXT]) if row[CONTEXT] else None,
+                              0 if row[DELETED] else 1, None, 0, None, 0, _dumps(row[T3])))
+            if row[PENDING]:
+                logs.extend(row[PENDING])
+        db = self.db
+        for id, *_ in self.purged:
+            db.execute("DELETE FROM nodes WHERE id=?", (id,))
+            db.execute("INSERT OR REPLACE INTO stage.purged SELECT ?, coalesce(max(rowid), 0) "
+                       "FROM stage.log", (id,))
+        if node_rows:
+            db.executemany("INSERT OR REPLACE INTO nodes VALUES "
+                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
+        if logs:
+            db.executemany("INSERT INTO stage.log VALUES (?,?,?,?,?)", logs)
+        self._write_edges()
+        self._keep_rows()
+
     def _derived(self, ids: list, rows: list) -> None:
-        """A fresh rebuild's words, lengths, temporal flags and vectors of texts an
-        earlier flush wrote without them (``text_worker.Deferred``)."""
-        if not ids:
-            return
-        self.db.executemany("UPDATE nodes SET words=?, wlen=?, temporal=?, vec=? WHERE id=?",
-                            [(*r, id) for id, r in zip(ids, rows)])
-        cached = self.rows
-        for id, r in zip(ids, rows):
-            row = cached.get(id)
-            if row is not None:
-                row[WORDS], row[WLEN], row[TEMPORAL] = r[0], r[1], r[2]
+        """A fresh rebuild's words, lengths, temporal flags and vectors (``finish``)."""
+        if ids:
+            self.db.executemany(
+                "UPDATE nodes SET words=?, wlen=?, temporal=?, vec=? WHERE id=?",
+                [(*r, id) for id, r in zip(ids, rows)])
+
+    def _derive_all(self) -> None:
+        """Every live node's words and vector from its final text, a chunk at a time (in
+        id order: bounded memory); with a text worker (``text_worker.Deferred``) it
+        derives every other chunk while this process derives the next."""
+        from .text_worker import derive
+
+        db, d = self.db, self.deferred
+        last = 0
+
+        def chunk():
+            nonlocal last
+            got = db.execute("SELECT id, kind, label, facts, t3 FROM nodes WHERE id > ? "
+                             "AND live=1 ORDER BY id LIMIT ?", (last, DERIVE_CHUNK)).fetchall()
+            if not got:
+                return None
+            last = got[-1][0]
+            return ([r[0] for r in got],
+                    [text_of(r[1], r[2], _loads(r[3]), _loads(r[4]) if r[4] else ())
+                     for r in got])
+
+        while True:
+            a = chunk()
+            if a is None:
+                break
+            if d is not None and d.proc is not None:
+                d.submit(*a)  # the worker derives this chunk...
+                b = chunk()
+                if b is not None:  # ...while this process derives the next
+                    self._derived(b[0], derive(b[1]))
+                self._derived(*d.collect())
+                if b is None:
+                    break
+            else:
+                self._derived(a[0], derive(a[1]))
 
     def _reparent(self, clusters: set) -> None:
         """hybrid-v1's cluster parent of each node in ``reparent``: the newest live
@@ -558,8 +624,13 @@ class _Sink:
         cluster's words (what ``_reparent`` and ``_clusters`` give, as both are
         functions of the graph as it stands), and both lexical tables."""
         db, st = self.db, self.stats
-        if self.deferred is not None:
-            self._derived(*self.deferred.collect())
+        if db.execute("SELECT 1 FROM stage.purged LIMIT 1").fetchone():
+            db.execute("DELETE FROM stage.log WHERE rowid <= coalesce((SELECT mark FROM "
+                       "stage.purged p WHERE p.node = stage.log.node), 0)")
+        db.execute("INSERT OR REPLACE INTO log SELECT node, seq, at, kind, detail FROM "
+                   "stage.log ORDER BY node, seq")
+        db.execute("DELETE FROM stage.log")
+        self._derive_all()
         # what the lexical scorer counts, from the rows as they now stand (flush's running
         # sums do not know the words it deferred)
         st["n_live"], st["w_total"] = db.execute(
@@ -588,6 +659,7 @@ class _Sink:
 
 
 _KEEP = object()  # a node row whose vector did not change
+DERIVE_CHUNK = 4000  # texts ``finish`` derives at a time
 _EMBEDDER = []
 
 
@@ -805,18 +877,29 @@ class Index:
         and its lexical tables are filled once at the end."""
         final = self.path
         tmp = final.with_name(f"{final.name}.new-{os.getpid()}")
+        stage = final.with_name(f"{final.name}.new-stage-{os.getpid()}")
         _sweep(final)
         self.path = tmp
         try:
             self.fresh = True
             self._connect(create=True)
-            self.db.execute("PRAGMA journal_mode=OFF")
+            db = self.db
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute(f"PRAGMA cache_size=-{REBUILD_CACHE_KIB}")
+            db.execute("PRAGMA temp_store=FILE")  # finish's sort of the log: bounded memory
+            # the log lines as they come, in a file of their own (``_Sink._flush_fresh``)
+            os.close(_journal.open_private(stage, os.O_RDWR | os.O_TRUNC))
+            db.execute("ATTACH DATABASE ? AS stage", (str(stage),))
+            db.execute("PRAGMA stage.journal_mode=OFF")
+            db.execute("PRAGMA stage.synchronous=OFF")
+            db.executescript(_STAGE_DDL)
             self.offset = 0
             self.rebuilt = True
             self.catch_up(progress=progress)
-            if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name='edges_src'"
-                                   ).fetchone():  # an empty journal: nothing folded
-                self.db.executescript(_EDGE_INDEXES + _NODE_INDEXES)
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name='edges_src'"
+                              ).fetchone():  # an empty journal: nothing folded
+                db.executescript(_EDGE_INDEXES + _NODE_INDEXES)
+            db.execute("DETACH DATABASE stage")
             self.db.close()
             self.db = None
             hot = Path(str(final) + "-journal")
@@ -841,6 +924,10 @@ class Index:
         finally:
             self.path = final
             self.fresh = False
+            try:
+                os.unlink(stage)
+            except FileNotFoundError:
+                pass
         self._connect(create=False)
 
     def catch_up(self, progress: bool | None = None) -> int:
