@@ -153,6 +153,18 @@ def text_of(kind: str, label: str, facts, t3) -> str:
     return " ".join(parts)
 
 
+def _facts(row: list) -> list:
+    """A row's facts as a list, decoded from its JSON text when first needed."""
+    facts = row[FACTS]
+    if facts.__class__ is str:
+        facts = row[FACTS] = _loads(facts)
+    return facts
+
+
+def _encoded(facts) -> str:
+    return facts if facts.__class__ is str else _dumps(facts)
+
+
 class _Sink:
     """What ``journal._fold`` folds into: the twelve operations over SQLite rows, held
     for one window and written back by ``flush``."""
@@ -166,7 +178,8 @@ class _Sink:
         self.rows: dict[int, list | None] = {}   # None: hard-deleted in this window
         self.erows: dict[int, list] = {}
         self.purged: list[tuple[int, str | None]] = []
-        self.indb: set[int] = set()  # rows read from the database in this window
+        self.created: set[int] = set()  # nodes made in this window (not yet on disk)
+        self.touched: set[int] = set()  # rows changed in this window (``CHANGED``)
         self.reparent: set[int] = set()  # nodes whose cluster parent may have changed
         self.orphaned: list[int] = []  # deleted nodes: their children's parent changes
         # a rebuild into a fresh file: which node ids exist, kept here rather than asked
@@ -198,11 +211,12 @@ class _Sink:
         if r is None:
             return None
         t3 = _loads(r[15]) if r[15] else []
-        row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], _loads(r[8]), t3,
+        # facts stay as their JSON text until an operation needs them as a list (most
+        # touches of an old node, a log line or a vote, never do; see ``_facts``)
+        row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], t3,
                None, _loads(r[9]) if r[9] else None, r[10], False, False, None,
                r[11], r[12], r[13], r[14]]
         rows[id] = row
-        self.indb.add(id)
         return row
 
     def exists(self, id: int) -> bool:
@@ -232,6 +246,7 @@ class _Sink:
         return er
 
     def _log(self, row: list, id: int, at: int, kind: str, detail: str) -> None:
+        self.touched.add(id)
         seq = row[NLOG]
         row[NLOG] = seq + 1
         if row[PENDING] is None:
@@ -257,6 +272,7 @@ class _Sink:
             row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], None, None,
                    None, True, True, None, None, 0, None, 0]
             rows[id] = row
+            self.created.add(id)
             known = self.known
             if known is not None:
                 if id >= len(known):
@@ -272,14 +288,19 @@ class _Sink:
 
         def add_fact(node_, fact_id, key, value, at):
             row = need(node_)
-            row[FACTS].append([fact_id, key, value, at, 1, None])
+            facts = row[FACTS]
+            if facts.__class__ is str:  # still its JSON text: the new fact's joins it
+                new = _dumps([[fact_id, key, value, at, 1, None]])
+                row[FACTS] = new if facts == "[]" else facts[:-1] + "," + new[1:]
+            else:
+                facts.append([fact_id, key, value, at, 1, None])
             log_(row, node_, at, "fact_added", f"{key}: {value}")
             if fact_id >= self.next_fact:
                 self.next_fact = fact_id + 1
 
         def supersede_fact(node_, old_fact, new_key, new_value, new_fact_id, at):
             row = need(node_)
-            facts = row[FACTS]
+            facts = _facts(row)
             target = None
             same = []
             for f in facts:
@@ -316,8 +337,7 @@ class _Sink:
             log_(row, node_, at, "deleted", "hard=true" if hard else "hard=false")
             self.orphaned.append(node_)
             if hard:
-                if node_ in self.indb:  # its rows on disk go at flush
-                    self.indb.discard(node_)
+                if node_ not in self.created:  # its rows on disk go at flush
                     self.purged.append((node_, row[BODY], row[WORDS], row[WLEN],
                                         row[PARENT]))
                 rows[node_] = None
@@ -368,6 +388,7 @@ class _Sink:
                         "vec": list(chunk.get("vec", [])), "note": chunk["note"]})
             row[CONTEXT] = ctx
             row[CHANGED] = True
+            self.touched.add(to)
 
         def commit_log(node_, kind, detail, at):
             log_(need(node_), node_, at, kind, detail)
@@ -376,6 +397,7 @@ class _Sink:
             row = need(node_)
             row[USEFUL if useful else UNHELPFUL] += 1
             row[CHANGED] = True
+            self.touched.add(node_)
 
         return {"CreateNode": create_node, "AddFact": add_fact,
                 "SupersedeFact": supersede_fact, "SetArea": set_area,
@@ -401,7 +423,9 @@ class _Sink:
                 st["w_total"] -= wlen
             if parent is not None:
                 clusters.add(parent)
-        for id, row in self.rows.items():
+        rows = self.rows
+        for id in sorted(self.touched):
+            row = rows.get(id)
             if row is None or not row[CHANGED]:
                 continue
             body, words, wlen = row[BODY], row[WORDS], row[WLEN]
@@ -417,7 +441,7 @@ class _Sink:
                     wlen = temporal = 0
                     self.reparent.add(id)  # it leaves its cluster
                 else:
-                    text = text_of(row[KIND], row[LABEL], row[FACTS], row[T3])
+                    text = text_of(row[KIND], row[LABEL], _facts(row), row[T3])
                     body = 1
                     st["n_live"] += 1
                     toks = _words.tokenize(text)
@@ -433,7 +457,7 @@ class _Sink:
             row[BODY] = body
             node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
-                              _dumps(row[FACTS]), None if row[TEXT] else _KEEP,
+                              _encoded(row[FACTS]), None if row[TEXT] else _KEEP,
                               _dumps(row[CONTEXT]) if row[CONTEXT] else None, body,
                               words, wlen, row[PARENT], temporal, _dumps(row[T3])))
             if row[PENDING]:
@@ -481,16 +505,19 @@ class _Sink:
         as its projects, which stay as long as they are touched once in a while); edges
         do not."""
         rows = self.rows
-        for id in [i for i, r in rows.items() if r is None]:
+        for id in self.touched:
+            r = rows.get(id)
+            if r is not None:
+                r[CHANGED] = r[TEXT] = False
+                r[PENDING] = None
+        for id in [i for i, r in rows.items() if r is None] if self.orphaned else ():
             del rows[id]
-        for r in rows.values():
-            r[CHANGED] = r[TEXT] = False
-            r[PENDING] = None
         over = len(rows) - KEEP_ROWS
         if over > 0:  # the oldest read go (a dict keeps its keys in the order they came)
             for id in list(itertools.islice(rows, over + KEEP_ROWS // 4)):
                 del rows[id]
-        self.indb = set(rows)
+        self.touched.clear()
+        self.created.clear()
         self.erows.clear()
         self.purged.clear()
         self.reparent.clear()
@@ -503,12 +530,14 @@ class _Sink:
         agent's journal that keeps coming back to old nodes paid it many times a node).
         Cluster parents and the lexical tables are also ``finish``'s."""
         node_rows, logs = [], []
-        for id, row in self.rows.items():
+        rows = self.rows
+        for id in sorted(self.touched):  # (in id order: the table's, fewer page splits)
+            row = rows.get(id)
             if row is None or not row[CHANGED]:
                 continue
             node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
                               row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
-                              _dumps(row[FACTS]), None,
+                              _encoded(row[FACTS]), None,
                               _dumps(row[CONTEXT]) if row[CONTEXT] else None,
                               0 if row[DELETED] else 1, None, 0, None, 0, _dumps(row[T3])))
             if row[PENDING]:
