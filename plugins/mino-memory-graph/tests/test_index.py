@@ -417,7 +417,7 @@ def test_a_rebuild_with_its_text_worker_holds_what_the_appends_left(tmp_path, mo
     monkeypatch.setattr(text_worker.Deferred, "submit", submit)
     j = Journal(path)
     ix = Index.open(j, rebuild=True)
-    assert ix.rebuilt and len(started) == 1 and len(submits) > 3
+    assert ix.rebuilt and len(started) == 1 and len(submits) >= 3
     assert all(p.poll() is not None for p in started)  # no worker outlives the rebuild
     rebuilt = _tables(ix)
     for table in live:

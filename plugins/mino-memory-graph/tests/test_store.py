@@ -508,3 +508,11 @@ def test_bad_lines_are_unreported_until_marked(jpath):
     assert [r["raw"] for r in s.journal.unreported()] == ["garbage two"]
     assert stat.S_IMODE(os.stat(s.journal.reported_path).st_mode) == 0o600
     s.close()
+
+
+def test_the_running_hash_is_the_one_the_derived_cache_checks():
+    """store.py names the cache's hash without importing the cache (an index-backed open
+    never reads it)."""
+    from mino_memory_graph import cache, store
+
+    assert store._HASH == cache.HASH

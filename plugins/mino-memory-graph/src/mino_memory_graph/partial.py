@@ -23,7 +23,7 @@ import json
 
 from . import ops as _ops
 from .index import Index
-from .model import EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, Node, _appliers
+from .model import _LOG, EXPANSION_KINDS, PROJECT_PREFIX, Edge, Fact, Graph, Node, _appliers
 
 
 class _Lazy(dict):
@@ -79,17 +79,41 @@ class _Lazy(dict):
     __iter__ = keys = values = items = _refuse
 
 
+class IndexNode(Node):
+    """A node read from the index whose log is read when first used: a turn loads a
+    few dozen nodes (its project, the user's profile, what recall found), and a hot
+    node's log is thousands of lines that most of them never show. The log read is the
+    row's own first ``nlog`` lines, so it is the log the row was read with whatever the
+    index applied since (an append first reads it: ``log.append`` reads the property)."""
+
+    __slots__ = ("_ix", "_nlog")
+
+    @property
+    def log(self):
+        ix = self._ix
+        if ix is not None:
+            self._ix = None
+            _LOG.__set__(self, [] if self._nlog == 0 else ix.db.execute(
+                "SELECT at, kind, detail FROM log WHERE node=? AND seq < ? ORDER BY seq",
+                (self.id, self._nlog)).fetchall())
+        return _LOG.__get__(self, Node)
+
+    @log.setter
+    def log(self, value):
+        self._ix = None
+        _LOG.__set__(self, value)
+
+
 def node_from_index(ix: Index, id: int) -> Node | None:
     r = ix.row(id)
     if r is None:
         return None
-    _id, kind, area, label, deleted, useful, unhelpful, created, _nlog, facts, ctx = r
-    n = Node(id, kind, label, created, area)
+    _id, kind, area, label, deleted, useful, unhelpful, created, nlog, facts, ctx = r
+    n = IndexNode(id, kind, label, created, area)
     n.deleted = bool(deleted)
     n.useful, n.unhelpful = useful, unhelpful
     n.facts = [Fact(f[0], f[1], f[2], f[3], bool(f[4]), f[5]) for f in json.loads(facts)]
-    n.log.extend(ix.db.execute("SELECT at, kind, detail FROM log WHERE node=? ORDER BY seq",
-                               (id,)))
+    n._ix, n._nlog = ix, nlog  # (after __init__, whose empty log would be taken as read)
     if ctx:
         n.context = json.loads(ctx)
     return n

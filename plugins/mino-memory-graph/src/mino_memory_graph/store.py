@@ -19,6 +19,7 @@ shared lock just long enough to catch up.
 """
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
@@ -41,6 +42,8 @@ def _cache():
     from . import cache
 
     return cache
+
+_HASH = "sha256"  # cache.HASH: the running hash the derived cache is checked by
 
 CACHE_MIN_OPS = 20_000  # below this a replay is faster than worrying about a cache
 
@@ -548,7 +551,9 @@ class Store:
     # --- the running hash of the journal (the derived cache's proof of its prefix) ---
 
     def _reset_hash(self) -> None:
-        self._hash = _cache().new_hash()
+        # (``cache.new_hash``'s, without importing the cache: an index-backed open never
+        # reads it)
+        self._hash = hashlib.new(_HASH)
         self._hashed = 0
 
     def _prefix_hash(self, offset: int):
