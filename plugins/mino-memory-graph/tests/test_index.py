@@ -463,3 +463,33 @@ def test_a_rebuild_drops_the_log_of_a_hard_deleted_node_whose_id_comes_back(tmp_
     assert not list(tmp_path.glob("*.new-*"))  # the staged lines' file is gone
     ix.close()
     j.close()
+
+
+def test_a_node_read_from_the_index_reads_its_log_when_first_used(tmp_path):
+    """A partial graph's node comes without its log; the log read later is the one the
+    row was read with (and an append first reads it), as a replay has it."""
+    from mino_memory_graph.partial import IndexNode
+
+    path = tmp_path / "journal.jsonl"
+    s = Store.open(path)
+    with s.write() as r:
+        n = r.create_node("Aspect", "a hot memory")
+        for i in range(30):
+            r.commit_log(n, "tool_call", f"Bash(step {i}): ok")
+    s.close()
+    s = Store.open(path)
+    assert s.partial
+    node = s.graph.nodes[n]
+    assert isinstance(node, IndexNode) and node._ix is not None  # not read yet
+    other = Store.open(path)  # another process appends meanwhile
+    with other.write() as r:
+        r.commit_log(n, "tool_call", "from elsewhere")
+    other.close()
+    assert [d for _, _, d in node.log][-1] == "Bash(step 29): ok"  # as the row was read
+    s.refresh()
+    node = s.graph.nodes[n]  # read again: the other process's line is there
+    with s.write() as r:
+        r.commit_log(n, "tool_call", "here")
+    want = replayed(path).nodes[n].log
+    assert node.log == want and [d for _, _, d in want][-2:] == ["from elsewhere", "here"]
+    s.close()
