@@ -35,6 +35,8 @@ def plan(quick: bool) -> list[list[str]]:
         ["agent_memory.py", *(["--quick"] if quick else [])],
         # issue 17: the shared journal (PostgreSQL) beside the file journal
         ["shared_journal.py", *(["--quick"] if quick else [])],
+        # issue 27: an MCP tool call (stdio) beside a built-in one
+        ["mcp_call.py", *(["--calls", "50", "--turns", "10"] if quick else [])],
     ]
     if LOCOMO.exists():
         runs.append(["locomo_recall.py", "--data", str(LOCOMO), "--retriever", "all"])

@@ -21,6 +21,7 @@ _EXPORTS = {
     "find_secrets": "secret_scan", "redact_secrets": "secret_scan",
     "AUTHORITY": "memory_filter", "CURL_TO_SHELL": "memory_filter", "EXFILTRATION": "memory_filter", "INSTRUCTION": "memory_filter", "MARKUP": "memory_filter", "escape": "memory_filter", "observed": "memory_filter", "refusal": "memory_filter", "shown": "memory_filter",
     "ProtectedPath": "protected", "Rules": "permissions",
+    "MemoryHit": "memory_api", "MemoryService": "memory_api",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .yaml_safe import load_yaml
     from .atomic import STALE_SECONDS, PathChanged, atomic_write
     from .session import Session
+    from .memory_api import MemoryHit, MemoryService
     from .backends import MemoryBackend
     from .model_api import ModelAPI, StreamReader
     from .notices import notice, plugin_logger

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import click
 
     from .backends import MemoryBackend
+    from .memory_api import MemoryHit
     from .model_api import ModelAPI
     from .permissions import Decision
     from .plugins import PluginContext
@@ -353,4 +354,44 @@ def protected_paths(context: "PluginContext") -> "list[ProtectedPath | tuple | s
         def protected_paths(context):
             return [ProtectedPath(Path("~/.my-plugin/cache.db").expanduser(), "hidden"),
                     (context.home / "my-plugin" / "rules.txt", "read-only")]
+    """
+
+
+# -- the active memory backend for other plugins (mino_core.memory_api) -----------------
+
+
+@hookspec
+def memory_search(query: str, limit: int, context: "PluginContext") -> "list[MemoryHit] | None":
+    """Search the active memory backend's memories, read-only, for a caller outside a turn.
+
+    Called by :class:`mino_core.MemoryService` (``mino mcp serve``'s ``memory_search``),
+    only for the active backend. Return at most ``limit`` :class:`mino_core.MemoryHit`
+    (best first: ``ref`` as the backend's ``memory_view`` takes it, the memory's ``text``
+    as the backend shows it to the model, a ``score``, and its ``source``), or None when
+    this plugin is not a backend. Write nothing: no recall bookkeeping, no episode.
+
+    Example::
+
+        @hookimpl
+        def memory_search(query, limit, context):
+            return [MemoryHit(ref=m.name, text=m.summary, source=str(m.path))
+                    for m in find(context.home, query)[:limit]]
+    """
+
+
+@hookspec
+def memory_refusal(text: str, context: "PluginContext") -> "str | None":
+    """Say why ``text`` must never be kept in memory (a secret, an instruction), or None.
+
+    Called by :class:`mino_core.MemoryService` for every text a memory write would keep,
+    before the permission decision, for every active plugin (an inactive backend is not
+    asked): a write nobody can confirm (``mino mcp serve --allow-save``) is refused when
+    any plugin names a reason. The active backend answers with its own filter. Return a
+    few words ("an API key") or None.
+
+    Example::
+
+        @hookimpl
+        def memory_refusal(text, context):
+            return "a private key" if "PRIVATE KEY-----" in text else None
     """

@@ -96,6 +96,9 @@ class ToolContext:
     # What plugins declared through ``protected_paths`` (ProtectedPath items): the
     # sandbox hides them or keeps them read-only.
     protected: tuple = ()
+    # Who made the call when it is not the model in a turn ("mino mcp serve"), for a tool
+    # that records where a write came from; "" in a turn.
+    via: str = ""
 
     def section(self, name: str) -> dict[str, Any]:
         """A plugin's own section of config.yaml (an empty dict when absent)."""

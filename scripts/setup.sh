@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up mino from a fresh clone: bubblewrap for the sandbox, a virtual environment in
-# .venv, and the four distributions installed editable, third-party versions pinned by
+# .venv, and the six distributions installed editable, third-party versions pinned by
 # constraints.txt. Run it again at any time: when nothing it installs from changed
 # (pyproject files, constraints.txt, this script, the Python) it finishes in a second.
 #
@@ -64,7 +64,7 @@ stamp=.venv/.mino-setup-stamp
 hash=$(inputs | sha256sum | cut -d' ' -f1)
 # ...and what it installed is still there (a package removed by hand is put back).
 installed() {
-  local wanted="mino-core mino-tools-fs mino-memory-files mino-memory-graph"
+  local wanted="mino-core mino-tools-fs mino-memory-files mino-memory-graph mino-mcp mino-mcp-memory"
   [ -n "$extras" ] && wanted="$wanted pytest hypothesis pyte wheel psycopg"
   .venv/bin/python -c 'import sys
 from importlib.metadata import version
@@ -83,12 +83,14 @@ else
     say "installing setuptools and wheel (to build the installs)..."
     "${pip[@]}" setuptools wheel </dev/null
   fi
-  say "installing mino-core${extras} and the three plugins, editable (versions from constraints.txt)..."
+  say "installing mino-core${extras} and the five plugins, editable (versions from constraints.txt)..."
   "${pip[@]}" --no-build-isolation \
     -e ".${extras}" \
     -e plugins/mino-tools-fs \
     -e plugins/mino-memory-files \
-    -e "plugins/mino-memory-graph${extras:+[postgres]}" </dev/null
+    -e "plugins/mino-memory-graph${extras:+[postgres]}" \
+    -e plugins/mino-mcp \
+    -e plugins/mino-mcp-memory </dev/null
   echo "$hash" > "$stamp"
   say "installed."
 fi

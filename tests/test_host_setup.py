@@ -53,7 +53,8 @@ def test_constraints_pin_what_the_set_up_installs():
         if line and not line.startswith("#"):
             name, _, version = line.partition("==")
             pins[_norm(name)] = version
-    ours = {"mino-core", "mino-tools-fs", "mino-memory-files", "mino-memory-graph"}
+    ours = {"mino-core", "mino-tools-fs", "mino-memory-files", "mino-memory-graph", "mino-mcp",
+            "mino-mcp-memory"}
     assert not ours & set(pins), "constraints.txt pins only third-party packages"
     assert {"setuptools", "wheel"} <= set(pins)  # the set-up builds with these
     needed = _closure({"mino-core": {"test"}, **{n: {"test"} for n in ours - {"mino-core"}}}) - ours

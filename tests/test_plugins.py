@@ -235,6 +235,10 @@ def test_every_hookspec_is_called_by_the_core(tmp_path, monkeypatch, scripted_se
     assert probe["status"] == "loaded" and probe["notes"] == ["probe note"]
     runner.invoke(cli, ["memory", "--help"], env={"MINO_HOME": str(mino_home)})
     runner.invoke(cli, ["--help"], env={"MINO_HOME": str(mino_home)})
+    from mino_core import MemoryService  # the memory hooks other plugins reach (mino mcp serve)
+
+    service = MemoryService(h.agent.host)
+    assert service.search("probe") == [] and service.refusal("probe") is None
     called = set(log.read_text().split())
     assert set(names) - called == set(), "hookspecs the core never called"
     assert set(probe["hooks"]) == set(names)

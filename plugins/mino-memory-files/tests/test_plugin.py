@@ -23,7 +23,24 @@ def test_registers_on_a_fresh_manager(tmp_path):
     assert host.backend == "files" and host.errors == []
     assert sorted(host.tools) == ["memory_save", "memory_view"]
     assert set(host.plugins["mino-memory-files"].hooks) == {
-        "memory_backend", "register_tools", "front_input", "register_memory_commands", "protected_paths"}
+        "memory_backend", "register_tools", "front_input", "register_memory_commands",
+        "protected_paths", "memory_search", "memory_refusal"}
+
+
+def test_memory_search_and_refusal_for_callers_outside_a_turn(tmp_path, put):
+    """The hooks mino_core.MemoryService calls (mino mcp serve): words, then the filter."""
+    from mino_core import MemoryService
+
+    put(tmp_path / "memory", "uses-pnpm", "project", "This project installs with pnpm.",
+        details="Never npm or yarn.")
+    put(tmp_path / "memory", "ci-host", "reference", "The build server is ci-7.")
+    context = PluginContext(home=tmp_path, project_root=tmp_path, config=FILES)
+    service = MemoryService(plugin_host({"mino-memory-files": plugin}, context))
+    [hit] = service.search("which package manager: pnpm or yarn?", 5)
+    assert hit.ref == "uses-pnpm" and hit.text.startswith("- [project] uses-pnpm:")
+    assert hit.source.endswith("uses-pnpm.md") and service.search("nothing matches", 5) == []
+    assert service.refusal("my key is sk-live-0123456789abcdefXYZ") == "an API key"
+    assert service.refusal("password: hunter22") and service.refusal("we use pnpm") is None
 
 
 def test_loaded_by_the_host_as_the_files_backend(make_harness):

@@ -60,3 +60,19 @@ def register_memory_commands(group, context):
     from .commands import add_commands
 
     add_commands(group, context)
+
+
+@hookimpl
+def memory_search(query, limit, context):
+    """For a caller outside a turn (``mino mcp serve``): memories sharing the query's words."""
+    from .search import search
+
+    return search(context.home, query, limit)
+
+
+@hookimpl
+def memory_refusal(text, context):
+    """A save nobody confirms must not keep a secret (see refusal.py)."""
+    from .refusal import refusal
+
+    return refusal(text)

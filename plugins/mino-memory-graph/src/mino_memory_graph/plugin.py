@@ -131,3 +131,19 @@ def config_schema(context):
             "input_type": {"enum": ["auto", "field", "prefix", "none"], "default": "auto"},
             "batch": {"type": "integer", "minimum": 1, "maximum": 2048, "default": 64}}},
     }}}
+
+
+@hookimpl
+def memory_search(query, limit, context):
+    """For a caller outside a turn (``mino mcp serve``): the tool's search, read-only."""
+    from .tools import search_hits
+
+    return search_hits(query, limit, context)
+
+
+@hookimpl
+def memory_refusal(text, context):
+    """The filter reflections pass (secrets, instruction-like text, invisible characters)."""
+    from .safety import refusal
+
+    return refusal(text)

@@ -101,19 +101,21 @@ def _project(mem, ctx: ToolContext) -> tuple[str, int | None]:
 
 # -- memory_search -----------------------------------------------------------------------
 
-def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+def _hits(query: str, k: int, ctx: ToolContext):
     from .loop import scoped_search
     from .recall_block import shown_lines
 
-    query = str(args.get("query") or "").strip()
-    if not query:
-        return ToolResult.invalid("query is empty; say in a few words what to look for.")
-    k = int(args.get("k") or 5)
     mem = _memory(ctx)
     mem.store.refresh()
     _, project = _project(mem, ctx)
-    g = mem.graph
-    hits = scoped_search(mem.store, query, k, project)
+    return mem.graph, scoped_search(mem.store, query, k, project)
+
+
+def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    query = str(args.get("query") or "").strip()
+    if not query:
+        return ToolResult.invalid("query is empty; say in a few words what to look for.")
+    g, hits = _hits(query, int(args.get("k") or 5), ctx)
     if not hits:
         return ToolResult.completed(f"No memories matched {query!r}.")
     out = [f"Memory search for {query!r} {DATA_LABEL}:"]
@@ -123,6 +125,24 @@ def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         out.extend("  " + ln for ln in shown_lines(g.state_of(h.node))  # filtered again
                    if ln != "context chunks: 0")
     return ToolResult.completed("\n".join(out))
+
+
+def search_hits(query: str, limit: int, context) -> list:
+    """The ``memory_search`` hook: the same search as the tool, as MemoryHits whose source
+    is the node's latest provenance (the session and how it was saved)."""
+    from mino_core import MemoryHit
+
+    ctx = ToolContext(project_root=context.project_root, home=context.home, session_id="",
+                      mode="manual", config=context.config)
+    g, hits = _hits(query, limit, ctx)
+    out = []
+    for h in hits:
+        node = g.nodes[h.node]
+        provenance = [e[2] for e in node.log if e[1] == "provenance"]
+        text = "\n".join(ln for ln in g.state_of(h.node).splitlines() if ln != "context chunks: 0")
+        out.append(MemoryHit(ref=f"#{h.node}", text=text, score=round(float(h.score), 3),
+                             source=provenance[-1] if provenance else f"{node.kind} node #{h.node}"))
+    return out
 
 
 # -- memory_view -------------------------------------------------------------------------
@@ -313,7 +333,8 @@ def run_save(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 req.fact(node, args["key"], args["value"])
                 place = {"user": "the user's profile",
                          "project": f"{PROJECT_PREFIX}{identity}"}.get(where, f"#{node}")
-            how = "approved by the user" if ctx.previewed and ctx.mode != "bypass" else \
+            how = f"allowed by {ctx.via}" if getattr(ctx, "via", "") else \
+                "approved by the user" if ctx.previewed and ctx.mode != "bypass" else \
                 f"{ctx.mode} mode"
             req.commit_log(node, "provenance",
                            f"fact {args['key']!r}: session {ctx.session_id}, source memory_save, "
