@@ -90,7 +90,7 @@ s.refresh()
 # a long session has recalled and written: what the index's update imports (numpy, the
 # embedder) is loaded already, on both sides
 s.search("elsewhere written")
-from mino_memory_graph.index import _sparse
+from mino_memory_graph.vectors import _sparse
 _sparse(["warm up"])
 print("ready", flush=True)
 sys.stdin.readline()

@@ -146,13 +146,14 @@ class MemoryService:
         ctx = session.tool_context()
         ctx.progress, ctx.via = None, self.via or "a memory service"
         arguments = dict(arguments)
+        sent = list(_strings(arguments))  # as the caller wrote them: validate may redact
         try:
             if tool.validate is not None:
                 arguments = tool.validate(arguments, ctx) or arguments
         except InvalidArguments as exc:
             return ToolResult.invalid(str(exc))
         if not tool.read_only:
-            for text in _strings(arguments):
+            for text in [*sent, *_strings(arguments)]:
                 why = self.refusal(text)
                 if why:
                     return ToolResult.denied(f"Refused: the text contains {why}. Memory keeps no "

@@ -83,7 +83,7 @@ def test_bulk_vectors_equal_one_text_at_a_time(texts):
 def test_index_vectors_do_not_depend_on_the_batch(texts):
     """The index stores a text's vector the same whether a turn wrote it alone (pure
     Python, no numpy) or a rebuild derived it among many (numpy)."""
-    from mino_memory_graph import index
+    from mino_memory_graph import vectors as index
 
     padded = texts * (index.BULK_TEXTS // len(texts) + 1)  # enough for the bulk path
     bulk = index._sparse(padded)[:len(texts)]

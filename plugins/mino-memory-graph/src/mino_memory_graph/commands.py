@@ -145,8 +145,7 @@ def _node_arg(value: str) -> int:
 
 
 def register_commands(group, context):
-    from .consolidate import register_command as consolidate_command  # body in consolidate.py
-    consolidate_command(group, context)
+    _consolidate_command(group, context)
     @group.command("list")
     @click.option("--limit", default=20, show_default=True, type=click.IntRange(0, MAX_INT),
                   help="How many memories (0: all).")
@@ -552,3 +551,33 @@ def _pick_fact(n, which: str):
     keys = ", ".join(sorted({_one(f.key) for f in live})) or "none"
     raise MemoryError_(f"memory #{n.id} has no current fact {_one(which)} "
                        f"(current keys: {keys})")
+
+
+# -- mino memory consolidate -------------------------------------------------------------
+
+def _consolidate_command(group, context) -> None:
+    @group.command("consolidate")
+    @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+    def consolidate_cmd(as_json):
+        """Fold recurring themes of episodes and pitfalls into lessons (nothing is erased)."""
+        from . import consolidate
+        from .store import MemoryError_
+
+        store = _open(context)
+        try:
+            lessons = consolidate.apply(store)
+        except (OSError, MemoryError_) as e:
+            raise click.ClickException(_one(f"cannot write the memory journal: {e}")) from None
+        finally:
+            store.close()
+        if as_json:
+            _echo_json({"applied": sum(x["change"] != "unchanged" for x in lessons),
+                        "lessons": lessons})
+            return
+        if not lessons:
+            click.echo("no recurring themes yet (a lesson needs 2 episodes or pitfalls "
+                       "sharing at least 2 words)")
+        for x in lessons:
+            ids = " ".join(f"#{s}" for s in x["sources"])
+            click.echo(f"#{x['node']} {_one(x['label'])}  ({x['change']}; "
+                       f"{x['occurrences']} sources: {ids})")

@@ -46,7 +46,6 @@ from __future__ import annotations
 import os
 import re
 
-import click
 
 # (embed and memories are imported where used: ``mino memory``'s commands register this
 # module's command at every start, and a search must not pay for them)
@@ -384,34 +383,3 @@ def at_session_end(session) -> list[dict]:
         session.notice(f"Memory: {len(changed)} lesson(s) from recurring themes "
                        "(`mino memory consolidate` lists them).")
     return lessons
-
-
-# -- mino memory consolidate -------------------------------------------------------------
-
-def register_command(group, context) -> None:
-    @group.command("consolidate")
-    @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-    def consolidate_cmd(as_json):
-        """Fold recurring themes of episodes and pitfalls into lessons (nothing is erased)."""
-        from .commands import _echo_json, _open, _one
-
-        from .store import MemoryError_
-
-        store = _open(context)
-        try:
-            lessons = apply(store)
-        except (OSError, MemoryError_) as e:
-            raise click.ClickException(_one(f"cannot write the memory journal: {e}")) from None
-        finally:
-            store.close()
-        if as_json:
-            _echo_json({"applied": sum(x["change"] != "unchanged" for x in lessons),
-                        "lessons": lessons})
-            return
-        if not lessons:
-            click.echo("no recurring themes yet (a lesson needs 2 episodes or pitfalls "
-                       "sharing at least 2 words)")
-        for x in lessons:
-            ids = " ".join(f"#{s}" for s in x["sources"])
-            click.echo(f"#{x['node']} {_one(x['label'])}  ({x['change']}; "
-                       f"{x['occurrences']} sources: {ids})")

@@ -24,26 +24,14 @@ from . import credit, reflect, safety, standing, steer
 from .memories import NAME, Memory, identity_of, memory_for, section, switched_on
 from .provenance import origins_for
 from .recall_block import profile_lines, recall_hits, render
+from .reflect import SUBJECT_KEYS, subject_of  # noqa: F401 - the loop's names
 from .reflection_offer import REFLECTION_TITLE, reflect_run
 
-SUBJECT_KEYS = ("command", "path", "query", "name", "pattern", "node", "url", "label", "key")
 
 # The permission decision for what memory records of the model's calls on its own (tool
 # logs, pain markers, votes): ``deny: ['memory_*']`` (or ``memory_observe``, or
 # ``memory_observe(Bash)`` for one tool) stops it.
 OBSERVE = "memory_observe"
-
-
-def subject_of(call) -> str:
-    args = call.arguments if isinstance(call.arguments, dict) else {}
-    for key in SUBJECT_KEYS:
-        v = args.get(key)
-        if isinstance(v, (str, int)) and str(v).strip():
-            return " ".join(str(v).split())[:200]
-    for v in args.values():
-        if isinstance(v, str) and v.strip():
-            return " ".join(v.split())[:200]
-    return ""
 
 
 def begin(turn) -> str | None:

@@ -60,19 +60,12 @@ from . import shared_schema as _schema
 from . import shared_url as _url
 from .journal import Journal, sibling
 from .shared_check import Rows
-from .store import MemoryError_
+from .errors import MemoryError_, SharedJournalError  # noqa: F401 - this module's names
 
 log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
 TABLE = _schema.TABLE
-# Which table a copy holds: its oid, its file, and whether mino made it (the comment a
-# rewrite leaves). A table made again has a new oid, and a TRUNCATE gives the table a
-# new file: either way the copy starts over. (VACUUM FULL and CLUSTER give a new file
-# too: the copy is then read again for nothing but the time, its old self kept.)
-IDENTITY = (f"to_regclass('{TABLE}')::oid::text || '/' || "
-            f"pg_relation_filenode(to_regclass('{TABLE}'))::text || '/' || "
-            f"(coalesce(obj_description(to_regclass('{TABLE}'), 'pg_class'), '') "
-            f"= '{_schema.MADE_BY_MINO}')::int::text")
+IDENTITY = _schema.IDENTITY  # which table a copy holds (see shared_schema)
 CHANNEL = "mino_journal"
 LOCK_KEY = _schema.LOCK_KEY
 CONNECT_TIMEOUT = 5    # seconds, unless the URL sets connect_timeout
@@ -104,15 +97,6 @@ _HOLDERS = ("SELECT a.usename, a.pid, to_char(a.xact_start AT TIME ZONE 'UTC', "
             "'HH24:MI:SS') FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
             "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::bigint::oid "
             "AND l.objid = %s::bigint::oid AND l.objsubid = 1 AND l.pid <> pg_backend_pid()")
-
-
-class SharedJournalError(OSError, MemoryError_):
-    """The shared journal cannot do what was asked: one line for people, no password.
-    An ``OSError`` for the paths that write (the tools say "nothing was saved", unless
-    ``maybe_saved``: the connection went during the commit), and a ``MemoryError_`` for
-    the ``mino memory`` commands, which print those in one line."""
-
-    maybe_saved = False
 
 
 class SharedJournal(Journal):

@@ -143,7 +143,12 @@ def memory_search(query, limit, context):
 
 @hookimpl
 def memory_refusal(text, context):
-    """The filter reflections pass (secrets, instruction-like text, invisible characters)."""
+    """The filter reflections pass (instruction-like text, invisible characters), and a
+    secret: a model's save redacts one after the person saw it asked; a save nobody
+    confirms (``mino mcp serve``) is refused instead, so nobody's secret is kept unseen."""
+    from mino_core import find_secrets
+
     from .safety import refusal
 
-    return refusal(text)
+    found = find_secrets(text or "")
+    return refusal(text) or (f"a secret ({found[0][2]})" if found else None)

@@ -100,6 +100,22 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+# What a logged call was about: the first of these arguments it has (its command, path...).
+SUBJECT_KEYS = ("command", "path", "query", "name", "pattern", "node", "url", "label", "key")
+
+
+def subject_of(call) -> str:
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    for key in SUBJECT_KEYS:
+        v = args.get(key)
+        if isinstance(v, (str, int)) and str(v).strip():
+            return " ".join(str(v).split())[:200]
+    for v in args.values():
+        if isinstance(v, str) and v.strip():
+            return " ".join(v.split())[:200]
+    return ""
+
+
 def digest(record, subject_of, profile_facts: list[str]) -> str:
     """The redacted text the reflection reads (at most DIGEST_MAX characters)."""
     out = []

@@ -34,15 +34,13 @@ def reflect_run(record, sc: dict, why: str) -> None:
     """One reflection request, the checks, one confirmation, then the writes."""
     from mino_core import Preview
 
-    from .episodes import subject_of
-
     session = record.info.session
     mem: Memory = sc["memory"]
     store, g = mem.store, mem.graph
     user, project, ep = sc["user"], sc["project"], sc["episode"]
     cur = _current_facts(g, user, project)
     known = [f"{s} {k}: {v}" for (s, k), v in cur.items() if k not in HIDDEN_KEYS]
-    text = reflect.digest(record, subject_of, known)
+    text = reflect.digest(record, reflect.subject_of, known)
     try:
         answer = session.complete(reflect.INSTRUCTIONS, [{"role": "user", "content": text}])
     except Exception as exc:  # noqa: BLE001 - a reflection is optional; never break a turn

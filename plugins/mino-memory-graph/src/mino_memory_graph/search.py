@@ -128,7 +128,7 @@ class IndexSearch:
         return {s: w / norm for s, w in feats.items()} if norm else {}
 
     def cosine(self, blob) -> float:
-        """A stored vector (``index._sparse``) against the query's: only the query's
+        """A stored vector (``vectors._sparse``) against the query's: only the query's
         few slots are looked up (``bytes.find``), at C speed."""
         if not blob:
             return 0.0

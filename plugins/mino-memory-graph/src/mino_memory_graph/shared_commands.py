@@ -14,7 +14,7 @@ from mino_core import visible
 
 def _pg():
     """``journal_pg``, or one line saying how to install psycopg."""
-    from .shared_url import journal_pg
+    from .shared_open import journal_pg
 
     try:
         return journal_pg()

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from .journal_pg import IDENTITY, TABLE, SharedJournalError
-from .shared_schema import MADE_BY_MINO, clip, make
+from .errors import SharedJournalError
+from .shared_schema import IDENTITY, MADE_BY_MINO, TABLE, clip, make
 
 OWNER_WAIT = 600  # seconds one statement of a rewrite, push or restore may take
 

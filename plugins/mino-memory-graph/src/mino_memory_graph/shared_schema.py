@@ -28,6 +28,14 @@ LOCK_KEY = int.from_bytes(hashlib.sha256(b"mino graph journal").digest()[:8], "b
 MAX_SESSION = 200
 TRIGGER = "mino_journal_row"
 MADE_BY_MINO = "mino journal: made again by mino"  # the table's comment after a rewrite
+# Which table a copy holds: its oid, its file, and whether mino made it (the comment a
+# rewrite leaves). A table made again has a new oid, and a TRUNCATE gives the table a
+# new file: either way the copy starts over. (VACUUM FULL and CLUSTER give a new file
+# too: the copy is then read again for nothing but the time, its old self kept.)
+IDENTITY = (f"to_regclass('{TABLE}')::oid::text || '/' || "
+            f"pg_relation_filenode(to_regclass('{TABLE}'))::text || '/' || "
+            f"(coalesce(obj_description(to_regclass('{TABLE}'), 'pg_class'), '') "
+            f"= '{MADE_BY_MINO}')::int::text")
 
 DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     seq bigserial PRIMARY KEY,

@@ -45,18 +45,6 @@ _NETLOC_PW = re.compile(r"(://[^/@:?#]*:)[^@/]*@")
 _PARAM_PW = re.compile(r"((?:^|[?&\s])password=)[^&\s]*", re.IGNORECASE)
 
 
-def journal_pg():
-    """The shared journal's module (``journal_pg``: psycopg is imported now). Without
-    psycopg, an ``OSError`` that says how to install it (every open reports those in one
-    line)."""
-    try:
-        from . import journal_pg
-    except ImportError as e:
-        raise OSError("a shared memory journal (a postgresql:// URL) needs psycopg: "
-                      f"pip install 'mino-memory-graph[postgres]' ({e})") from None
-    return journal_pg
-
-
 def password_of(url: str) -> str:
     try:
         pw = urlsplit(url).password

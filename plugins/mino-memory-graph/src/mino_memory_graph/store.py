@@ -29,6 +29,7 @@ from pathlib import Path
 from mino_core import plugin_logger
 
 from . import ops as _ops
+from .errors import MemoryError_  # noqa: F401 - the store's name for callers
 from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
 from .model import AREA_FOR_KIND, ApplyError, Graph
 from .safety import redact_op
@@ -105,10 +106,6 @@ def scorer_factory(spec=None, embedder=None, params=None):
     if callable(spec):
         return spec
     raise TypeError(f"not a scorer, scorer name or scorer factory: {spec!r}")
-
-
-class MemoryError_(Exception):
-    """A request that cannot be done (unknown node, bad kind...): one line for people."""
 
 
 def _parse_name(value: str, names, what: str) -> str:
@@ -289,7 +286,8 @@ class Store:
         ``stats`` then never builds it: what ``mino memory`` commands use."""
         journal = None
         if path is None:
-            from .shared_url import journal_pg, shared_url
+            from .shared_open import journal_pg
+            from .shared_url import shared_url
 
             url = shared_url(config)
             if url:  # the shared journal: psycopg is imported only here

@@ -32,7 +32,7 @@ _HEAD = struct.Struct("<I")
 def derive(texts: list[str]) -> list[list]:
     """``[words, wlen, temporal, vector]`` of each text, as ``index._Sink.flush`` stores them."""
     from . import words as _words
-    from .index import _sparse
+    from .vectors import _sparse
 
     out = []
     relative = _words._RELATIVE_TIME_STEMS

@@ -103,7 +103,6 @@ def _project(mem, ctx: ToolContext) -> tuple[str, int | None]:
 
 def _hits(query: str, k: int, ctx: ToolContext):
     from .loop import scoped_search
-    from .recall_block import shown_lines
 
     mem = _memory(ctx)
     mem.store.refresh()
@@ -112,6 +111,8 @@ def _hits(query: str, k: int, ctx: ToolContext):
 
 
 def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    from .recall_block import shown_lines
+
     query = str(args.get("query") or "").strip()
     if not query:
         return ToolResult.invalid("query is empty; say in a few words what to look for.")
@@ -132,6 +133,8 @@ def search_hits(query: str, limit: int, context) -> list:
     is the node's latest provenance (the session and how it was saved)."""
     from mino_core import MemoryHit
 
+    from .recall_block import shown_lines
+
     ctx = ToolContext(project_root=context.project_root, home=context.home, session_id="",
                       mode="manual", config=context.config)
     g, hits = _hits(query, limit, ctx)
@@ -139,7 +142,8 @@ def search_hits(query: str, limit: int, context) -> list:
     for h in hits:
         node = g.nodes[h.node]
         provenance = [e[2] for e in node.log if e[1] == "provenance"]
-        text = "\n".join(ln for ln in g.state_of(h.node).splitlines() if ln != "context chunks: 0")
+        text = "\n".join(ln for ln in shown_lines(g.state_of(h.node))  # filtered again
+                         if ln != "context chunks: 0")
         out.append(MemoryHit(ref=f"#{h.node}", text=text, score=round(float(h.score), 3),
                              source=provenance[-1] if provenance else f"{node.kind} node #{h.node}"))
     return out
