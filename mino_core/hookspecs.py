@@ -337,6 +337,25 @@ def config_schema(context: "PluginContext") -> "dict[str, dict] | None":
 
 
 @hookspec
+def sandbox_command(argv: "list[str]", network: bool, context: "PluginContext") -> "list[str] | None":
+    """Wrap ``argv`` (a long-running program another plugin starts: an MCP server) so it
+    runs in this plugin's sandbox, seeing what a sandboxed command sees (the project
+    writable, the homes emptied, protected paths hidden), with the network only when
+    ``network``. Return the whole command line, self-contained (no file descriptors or
+    set-up left to the caller), or None when this plugin has no sandbox to offer.
+
+    Called through ``context.sandbox_command(argv, network)`` (the first plugin's answer
+    is used), each time a plugin starts such a program.
+
+    Example::
+
+        @hookimpl
+        def sandbox_command(argv, network, context):
+            return ["my-jail", *([] if network else ["--no-net"]), "--", *argv]
+    """
+
+
+@hookspec
 def protected_paths(context: "PluginContext") -> "list[ProtectedPath | tuple | str] | None":
     """Name the files and folders of this plugin that a command the model runs must not
     read or change: the sandbox hides them (``"hidden"``) or keeps them read-only

@@ -46,10 +46,25 @@ class PluginContext:
     # What plugins declared through ``protected_paths`` (ProtectedPath items), once the
     # host collected it (``Host.protected_paths``); empty before that.
     protected: tuple = ()
+    # The host this context belongs to (set by Host), for the services below.
+    host: Any = field(default=None, repr=False, compare=False)
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.config.get(name)
         return value if isinstance(value, dict) else {}
+
+    def sandbox_command(self, argv: list[str], network: bool = False) -> list[str] | None:
+        """``argv`` as a command line that runs it in the sandbox a plugin provides
+        (``sandbox_command`` hook: tools-fs's bubblewrap), with the network only when
+        ``network``; None when no sandbox can run it (the caller then refuses or asks)."""
+        if self.host is None:
+            return None
+        found = self.host.call("sandbox_command", argv=list(argv), network=bool(network),
+                               context=self)
+        for _, wrapped in found:
+            if isinstance(wrapped, list) and wrapped and all(isinstance(a, str) for a in wrapped):
+                return wrapped
+        return None
 
 
 @dataclass
@@ -100,6 +115,7 @@ class Host:
 
     def __init__(self, context: PluginContext):
         self.context = context
+        context.host = self
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}

@@ -239,6 +239,8 @@ def test_every_hookspec_is_called_by_the_core(tmp_path, monkeypatch, scripted_se
 
     service = MemoryService(h.agent.host)
     assert service.search("probe") == [] and service.refusal("probe") is None
+    # the sandbox other plugins ask for (mino-mcp's stdio servers): no answer, no sandbox
+    assert h.agent.host.context.sandbox_command(["true"]) is None
     called = set(log.read_text().split())
     assert set(names) - called == set(), "hookspecs the core never called"
     assert set(probe["hooks"]) == set(names)

@@ -52,6 +52,28 @@ async def slow(seconds: float) -> str:
 
 
 @server.tool()
+def read(path: str) -> str:
+    """Read a file: its text, or why it cannot be read (what a sandbox lets it see)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(1000)
+    except OSError as e:
+        return f"cannot read: {e.strerror}"
+
+
+@server.tool()
+def connect(port: int) -> str:
+    """Open a TCP connection to 127.0.0.1:port: "connected" or why not."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        return "connected"
+    except OSError as e:
+        return f"cannot connect: {e.strerror or e}"
+
+
+@server.tool()
 def crash() -> str:
     """Kill the server process in the middle of the call."""
     _record("crash")

@@ -9,7 +9,8 @@ DEMO = str(Path(__file__).with_name("demo_server.py"))
 
 
 def stdio_server(calls: Path | None = None, **extra) -> dict:
-    """The demo server's config entry (unsandboxed: no MCP sandbox exists yet)."""
+    """The demo server's config entry, unsandboxed (it writes DEMO_CALLS outside the
+    project; test_sandboxed_servers.py runs it in the sandbox)."""
     entry = {"command": [sys.executable, DEMO], "sandbox": False}
     if calls is not None:
         entry["env"] = {"DEMO_CALLS": str(calls)}

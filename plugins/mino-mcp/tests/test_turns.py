@@ -153,13 +153,6 @@ def test_a_server_that_fails_or_hangs_at_start_is_one_notice(harness, scripted_s
     assert why in h.notices
 
 
-def test_stdio_servers_are_sandboxed_by_default(harness, scripted_server):
-    h = harness({"demo": {"command": [sys.executable, "-c", "print(1)"]}})
-    scripted_server.add({"text": "ok"})
-    h.turn("hi")
-    assert "sandbox: false" in h.notices and "not available" in h.notices
-
-
 def test_http_server_tool_and_resource(harness, scripted_server, http_demo):
     h = harness({"web": {"type": "http", "url": http_demo}}, approve={"mcp__web__echo": True})
     scripted_server.add(call("mcp__web__echo", text="over http"))

@@ -27,9 +27,10 @@ from .config import ServerSpec
 
 CLIENT_NAME = "mino"
 _GROUP = getattr(builtins, "BaseExceptionGroup", None)  # Python 3.11+; anyio's on 3.10
-NO_SANDBOX = ("it would run in the sandbox (the default for stdio servers), and this mino has no "
-              "sandbox for MCP servers yet; to run it as you, unsandboxed, set sandbox: false on "
-              "it (or mcp.sandbox: false for every server) in config.yaml")
+NO_SANDBOX = ("it would run in the sandbox (the default for stdio servers), and no sandbox can "
+              "run it here (mino plugins says why: bubblewrap missing, or Bash's sandbox turned "
+              "off); to run it as you, unsandboxed, set sandbox: false on it (or mcp.sandbox: "
+              "false for every server) in config.yaml")
 
 
 @dataclass
@@ -54,9 +55,13 @@ class ServerGone(Exception):
 
 
 class Connection:
-    def __init__(self, spec: ServerSpec, project_root: Path, log_dir: Path):
+    def __init__(self, spec: ServerSpec, project_root: Path, log_dir: Path,
+                 sandbox_command: Any = None):
         self.spec = spec
         self.project_root = project_root
+        # argv -> the sandboxed command line, or None (PluginContext.sandbox_command)
+        self._sandbox_command = sandbox_command
+        self._argv: list[str] = list(spec.command)
         self.log_path = log_dir / f"mcp-{spec.name}.log"
         self.state = "stopped"
         self.error = ""
@@ -78,7 +83,11 @@ class Connection:
             if self.state in ("failed", "exited"):
                 raise ServerGone(self.error)
             if self.spec.transport == "stdio" and self.spec.sandbox:
-                self._fail(NO_SANDBOX)
+                wrapped = (self._sandbox_command(list(self.spec.command), self.spec.network)
+                           if self._sandbox_command is not None else None)
+                if not wrapped:
+                    self._fail(NO_SANDBOX)
+                self._argv = wrapped
             self.state = "starting"
             ready: concurrent.futures.Future = concurrent.futures.Future()
             self._task = runtime.submit(self._main(ready))
@@ -140,7 +149,7 @@ class Connection:
         # outside that mino has not escaped.
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._errlog = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
-        command, *args = self.spec.command
+        command, *args = self._argv
         params = StdioServerParameters(command=command, args=args, env=dict(self.spec.env) or None,
                                        cwd=self.spec.cwd or str(self.project_root))
         return stdio_client(params, errlog=self._errlog)

@@ -29,7 +29,9 @@ class Servers:
     def __init__(self, context: Any, environ: dict[str, str] | None = None):
         self.settings = config.read(context.config, environ)
         self.home = Path(context.home)
-        self.connections = {name: Connection(spec, Path(context.project_root), self.home / "logs")
+        boxer = getattr(context, "sandbox_command", None)  # the core's, from mino-core 0.x on
+        self.connections = {name: Connection(spec, Path(context.project_root), self.home / "logs",
+                                             boxer)
                             for name, spec in self.settings.servers.items()}
         self._notices: list[str] = list(self.settings.problems)
         self._reported: set[tuple[str, str]] = set()

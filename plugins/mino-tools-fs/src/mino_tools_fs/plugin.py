@@ -42,6 +42,21 @@ def register_tools(context: PluginContext) -> list[Tool]:
 
 
 @hookimpl
+def sandbox_command(argv, network, context: PluginContext):
+    """Another plugin's long-running program (an MCP server) in the Bash sandbox: None
+    where Bash itself would run unsandboxed (no bubblewrap, a bad setting, sandbox off)."""
+    from . import bash, sandbox
+    from .paths import project_real
+
+    ctx = _tool_context(context)
+    if bash.sandbox_problem(ctx):
+        return None
+    box = sandbox.detect()
+    return sandbox.server_command(list(argv), project_real(ctx.project_root), box,
+                                  bash.view_for(ctx), network)
+
+
+@hookimpl
 def decide_permission(call, tool, mode, session):
     """Abstains; on the first Bash call without a sandbox, says so in the transcript."""
     if call.name != "Bash" or session.state.get(_NOTICED):

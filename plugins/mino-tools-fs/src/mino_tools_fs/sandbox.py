@@ -31,8 +31,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -654,3 +656,21 @@ def notes(box_view: View, home: Path | None, hide: object) -> list[str]:
         lines.append("sandbox unix sockets: none can be made (a seccomp filter); allow named ones "
                      "with tools-fs: {unix_sockets: [...]}")
     return lines
+
+
+def server_command(argv: list[str], project: Path, box: Sandbox, box_view: View,
+                   network: bool = False) -> list[str] | None:
+    """``argv`` as one self-contained command line that runs it in ``box`` (bubblewrap
+    only), for a long-running program another plugin starts (``sandbox_command``): the
+    same view and socket filter as Bash, the same limits but CPU time (a server lives as
+    long as the session), and the network only when ``network``. The mount points made
+    for missing protected paths stay while it runs (no command's end removes them)."""
+    if box.kind != "bubblewrap":
+        return None  # sandbox-exec takes its profile inline, but is not tested for servers
+    filter_word = None if box_view.sockets else "@seccomp@"
+    wrapped = box.wrap(argv, project, None, box_view, filter_word)
+    if network:
+        wrapped = [a for a in wrapped if a != "--unshare-net"]
+    limits = [[int(k), int(v)] for k, v in box_view.limits.rlimits() if k != resource.RLIMIT_CPU]
+    helper = str(Path(__file__).with_name("boxexec.py"))
+    return [sys.executable, "-I", "-S", helper, json.dumps(limits), "--", *wrapped]
