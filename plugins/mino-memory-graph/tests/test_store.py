@@ -142,6 +142,31 @@ def test_ids_and_clock(jpath):
         assert r.create_node("Aspect", "z") == 3
 
 
+@pytest.mark.parametrize("index", [False, True])
+def test_a_block_that_raises_keeps_none_of_its_ops(tmp_path, index):
+    """All or nothing: ops applied before the error are neither in the journal nor in the
+    graph, this store's or another's; the next write goes on from the journal."""
+    home = tmp_path / "home"
+    s = Store.open(home=home, config={}) if index else Store.open(tmp_path / "j.jsonl")
+    with s.write() as r:
+        kept = r.create_node("Aspect", "deploy port")
+    before = s.journal.path.read_bytes()
+    with pytest.raises(ZeroDivisionError):
+        with s.write() as r:
+            lost = r.create_node("Aspect", "half written")
+            r.fact(kept, "port", "9090")
+            1 / 0
+    assert s.journal.path.read_bytes() == before
+    assert lost not in s.graph.nodes and s.graph.nodes[kept].fact("port") is None
+    with s.write() as r:
+        again = r.create_node("Aspect", "written whole")
+    assert again == lost  # the id the failed block took is given again: it was never kept
+    other = Store.open(home=home, config={}) if index else Store.open(tmp_path / "j.jsonl")
+    assert [other.graph.nodes[n].label for n in (kept, again)] == ["deploy port", "written whole"]
+    s.close()
+    other.close()
+
+
 def test_two_stores_see_each_other(jpath):
     a, b = Store.open(jpath), Store.open(jpath)
     with a.write() as r:

@@ -14,8 +14,9 @@ Every write request runs under the exclusive lock for its whole length: it first
 whatever other processes appended since this store last looked, moves the logical
 clock on by one (every op of the request shares that ``at``), allocates ids from the
 now-current counters, applies each op to the graph as it is added, and on leaving the
-``with`` block appends all the request's lines in one write and fsyncs. Reads take the
-shared lock just long enough to catch up.
+``with`` block appends all the request's lines in one write and fsyncs. A block that
+raises appends nothing: all its ops or none. Reads take the shared lock just long enough
+to catch up.
 """
 from __future__ import annotations
 
@@ -584,9 +585,13 @@ class Store:
                     req = Request(self, self.graph.clock)
                     try:
                         yield req
-                    finally:
-                        # ops already applied are appended even if the block raised, so
-                        # memory and journal never disagree
+                    except BaseException:
+                        # all or nothing: a block that raises keeps none of its ops (the
+                        # graph they were applied to goes, rebuilt from the journal)
+                        if req.lines:
+                            self._forget_unsaved()
+                        raise
+                    else:
                         if req.lines:
                             seen = self._hash.update if self._hashed == self.offset else None
                             try:
@@ -717,15 +722,15 @@ class Store:
     def recall_brief(self, query: str, k: int = 5, *, areas: list[str] | None = None,
                      scope: int | None = None) -> dict:
         """``{"block", "routed", "hits", "why"}``: the text block a model reads."""
-        from .recall import recall_block
+        from .recall_block import brief_block
 
         found = self.search(query, k, areas=areas, scope=scope)
         with self._mutex:
             if self._graph is None:
-                block = recall_block(None, query, found, state_of=self.index.state_of,
-                                     last_at=self.index.last_at)
+                block = brief_block(None, query, found, state_of=self.index.state_of,
+                                    last_at=self.index.last_at)
             else:
-                block = recall_block(self.graph, query, found)
+                block = brief_block(self.graph, query, found)
         return {"block": block, "routed": found.routed, "why": found.why,
                 "hits": [{"node": h.node, "score": h.score, "via_graph": h.via_graph}
                          for h in found.hits]}
