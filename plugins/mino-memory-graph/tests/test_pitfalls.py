@@ -62,3 +62,26 @@ def test_plan_apply_supersedes_the_old_fix_and_leaves_the_runs_marker_without_on
                                         session_id="s3", at=T + 3, shown=[3])
     assert notes["fixed"] == [3]
     assert not any(name == "SupersedeFact" for name, _ in planned)
+
+
+def test_the_same_error_behind_what_a_first_step_printed_is_the_same_error():
+    """``prepare && build`` fails with build's error after prepare's output, and the
+    window of three lines pushes the error's tail out: still the same error."""
+    from mino_memory_graph.steer import signature
+
+    alone = signature("build.sh: JavaScript heap out of memory [Exit code: 1]")
+    shifted = signature("prepared 5 asset bundles build.sh: JavaScript heap out of memory")
+    assert pitfalls.same_error(alone, shifted) and pitfalls.same_error(shifted, alone)
+    assert pitfalls.same_error(alone, alone)
+    # a few words in common are not one error, nor is a short signature inside a long one
+    assert not pitfalls.same_error(signature("no plan [Exit code: 1]"), alone)
+    assert not pitfalls.same_error(signature("permission denied"),
+                                   signature("cp: /srv/www: permission denied [Exit code: 1]"))
+    assert not pitfalls.same_error(signature("build.sh: cannot find module react-dom"), alone)
+    g = _graph()
+    g.apply(*ops.create_node(7, "Aspect", "pain: Bash(sh prep.sh && MIGRATE...) failed", T + 2))
+    g.apply(*ops.set_area(7, "Salience", T + 2))
+    g.apply(*ops.add_fact(7, 6, "failure", "Bash(sh scripts/prep.sh && MIGRATE_LOCK_WAIT=60 sh "
+                          "scripts/migrate.sh) failed: prepared 2 tables lock timeout on "
+                          "schema_migrations", T + 2))
+    assert pitfalls.replaced(g, 7, [6, 3]) == 3

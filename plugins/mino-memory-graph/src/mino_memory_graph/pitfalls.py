@@ -14,7 +14,8 @@ that and left the old fix current beside the new one:
 
 ``replaced`` finds, among the pitfalls this run was shown (recalled into the block or
 held back by the guard: the model saw their fix, the same error came back), the one whose
-fix the new one replaces: the same error text after ``tool(command) failed:``, and either
+fix the new one replaces: the same error after ``tool(command) failed:`` (``same_error``:
+equal, or one long stretch in common, since a step run first shifts the error), and either
 a step of the failed command is named in that pitfall's fix (the old fix was run and
 failed) or that pitfall's own command is a step of it (it was run again and failed again).
 The fix is then written on that pitfall, superseding its old value; the run's own marker
@@ -59,6 +60,27 @@ def _failure(graph: Graph, nid: int) -> str | None:
     return f.value if f is not None else None
 
 
+SAME_ERROR_CHARS = 24  # a shared stretch shorter than this is a coincidence of words
+SAME_ERROR_SHARE = 0.6  # ...and it must cover this share of the shorter signature
+
+
+def same_error(a: str, b: str) -> bool:
+    """Whether two error signatures are one error: equal, or one long stretch of the
+    shorter is in the longer. A failure's text is the first lines of its output, so a
+    step before the failing one (``prepare && build``) shifts the same error behind what
+    the step printed, and pushes its tail out of the window."""
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if len(short) < SAME_ERROR_CHARS:
+        return False
+    from difflib import SequenceMatcher
+
+    m = SequenceMatcher(None, short, long_, autojunk=False).find_longest_match(
+        0, len(short), 0, len(long_))
+    return m.size >= SAME_ERROR_CHARS and m.size >= SAME_ERROR_SHARE * len(short)
+
+
 def replaced(graph: Graph, target: int, shown) -> int | None:
     """The pitfall among ``shown`` (ids; order kept) whose fix a new fix for ``target``'s
     failure replaces, or None (see the module docstring)."""
@@ -76,7 +98,7 @@ def replaced(graph: Graph, target: int, shown) -> int | None:
         theirs = _failure(graph, nid)
         other = split_failure(theirs) if theirs else None
         fix = graph.nodes[nid].fact("fix") if other else None
-        if fix is None or other[1] != error:
+        if fix is None or not same_error(other[1], error):
             continue
         fix_text = _normal(fix.value)
         if any(s in fix_text for s in my_steps) or other[0] in my_steps:
