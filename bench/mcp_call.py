@@ -9,7 +9,9 @@ permission decision (an allow rule, so nobody is asked), run, session log, tool_
 hooks), without a model request, so the figures are the tool call's own:
 
 - ``read_file`` (mino-tools-fs, in-process) on a small file: the built-in baseline;
-- ``mcp__demo__echo`` over stdio: the same path plus the JSON-RPC round trip to the server.
+- ``mcp__demo__echo`` over stdio: the same path plus the JSON-RPC round trip to the server;
+- ``mcp__boxed__echo``: the same server run in the sandbox (the default for stdio servers),
+  where bubblewrap works.
 
 Reported: the median wall time per call, mino's own CPU per call (the server's CPU is the
 child's, read from /proc), and the ratio MCP / built-in. Then the same as whole turns (one
@@ -76,26 +78,39 @@ def main() -> int:
         home.mkdir()
         project.mkdir()
         (project / "notes.txt").write_text("hello from a small file\n")
-        config = {"mcp": {"servers": {"demo": {"command": [sys.executable, str(DEMO)], "sandbox": False}}},
-                  "permissions": {"allow": ["mcp__demo__*"]}, "memory": {"backend": "none"}}
+        boxed_demo = project / "demo_server.py"  # inside the project: the sandbox empties homes
+        boxed_demo.write_bytes(DEMO.read_bytes())
+        config = {"mcp": {"servers": {"demo": {"command": [sys.executable, str(DEMO)], "sandbox": False},
+                                      "boxed": {"command": [sys.executable, str(boxed_demo)]}}},
+                  "permissions": {"allow": ["mcp__demo__*", "mcp__boxed__*"]},
+                  "memory": {"backend": "none"}}
         os.environ["MINO_DISABLE_PLUGINS"] = "mino-memory-graph,mino-memory-files,mino-mcp-memory"
         server = ScriptedServer().start()
         h = Harness(server, home, project, config=config)
         tools = h.session.host.collect_tools()
         assert "mcp__demo__echo" in tools and "read_file" in tools, sorted(tools)
+        boxed = "mcp__boxed__echo" in tools  # the sandbox (bubblewrap) works here
         info = TurnInfo(session=h.session, user_text="bench", number=1)
         builtin = {"type": "function_call", "name": "read_file", "arguments": '{"path": "notes.txt"}'}
         mcp = {"type": "function_call", "name": "mcp__demo__echo", "arguments": '{"text": "hello"}'}
-        for raw in (builtin, mcp):  # warm: the server started, modules imported
+        in_box = dict(mcp, name="mcp__boxed__echo")
+        for raw in (builtin, mcp, *([in_box] if boxed else [])):  # warm: servers started
             measure(h.session, info, raw, 5)
         b_wall, b_cpu, _ = measure(h.session, info, builtin, args.calls)
         m_wall, m_cpu, m_child = measure(h.session, info, mcp, args.calls)
+        x_wall, x_cpu, _ = measure(h.session, info, in_box, args.calls) if boxed else (0, 0, 0)
         print(f"one tool call through the core's tool path, median of {args.calls} (same run):")
         print(f"  built-in read_file      wall {b_wall * 1e3:7.3f} ms   mino CPU {b_cpu * 1e3:7.3f} ms")
         print(f"  MCP mcp__demo__echo     wall {m_wall * 1e3:7.3f} ms   mino CPU {m_cpu * 1e3:7.3f} ms"
               f"   server CPU {m_child * 1e3:7.3f} ms (mean)")
+        if boxed:
+            print(f"  MCP, server sandboxed   wall {x_wall * 1e3:7.3f} ms   mino CPU {x_cpu * 1e3:7.3f} ms")
+        else:
+            print("  MCP, server sandboxed   (no sandbox here: not measured)")
         print(f"  ratio MCP / built-in    wall {m_wall / b_wall:6.1f}x        CPU {m_cpu / b_cpu:6.1f}x"
               f"   extra wall {(m_wall - b_wall) * 1e3:.3f} ms per call")
+        if boxed:
+            print(f"  ratio sandboxed / not   wall {x_wall / m_wall:6.2f}x        CPU {x_cpu / m_cpu:6.2f}x")
 
         def turns(raw_name: str, arguments: dict) -> float:
             times = []

@@ -198,3 +198,22 @@ def test_probe_refuses_a_sandbox_whose_user_is_root_outside(bwrap, tmp_path):
     folder = tmp_path / "probe"
     folder.mkdir()
     assert sandbox.probe_box(bwrap, folder) is True and bwrap.dropped  # as the unprivileged user
+
+
+def test_mino_installed_under_tmp_stays_visible_in_the_sandbox(bwrap, tmp_path, monkeypatch):
+    """A checkout in /tmp (CI may clone there) holds the venv Bash's python comes from: the
+    sandbox's fresh /tmp must still show it, read-only, or no build runs."""
+    from mino_tools_fs import bash, visibility
+
+    venv = tmp_path / "checkout" / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    tool = venv / "tool.sh"
+    tool.write_text("#!/bin/sh\necho mino tool ran\n")
+    tool.chmod(0o755)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setattr(visibility, "_OWN", [tool.parent.parent.parent])
+    view = sandbox.view(project)
+    out = bash.run_command(f"{tool} && touch {tool}.planted", project, 60, 10_000, bwrap, view)
+    assert "mino tool ran" in out.output and out.exit_code != 0  # seen, and read-only
+    assert not (venv / "tool.sh.planted").exists()

@@ -60,6 +60,7 @@ DEFAULT_HIDE = ("~/.mino", "~/.ssh", "~/.aws", "~/.config/gh", "~/.netrc", "~/.p
 HOME_READ_ONLY = ("~/.gitconfig", "~/.config/git")
 # Where host unix sockets live (docker.sock, the session bus, gpg-agent): emptied.
 SOCKET_DIRS = ("/run", "/var/run")
+FRESH_TMPFS = ("/tmp",)  # a fresh tmpfs inside: what lies there outside is not seen
 # An unprivileged user for the command when mino runs as root.
 NOBODY = 65534
 # The probe starts a process; under heavy load that can take long, and giving up early
@@ -272,10 +273,12 @@ def view(project: Path, home: Path | None = None, hide: object = None, config: d
             builder.add(path, "read_only", must_exist=True)
     builder.add(project / ".mino", "read_only", must_exist=True)
     # mino's own code: read-only in the project, and visible (read-only) in an emptied
-    # home; elsewhere the read-only root already holds it
+    # home or under a fresh /tmp (a checkout in /tmp, as CI may make); elsewhere the
+    # read-only root already holds it
     homes = [h for h in visibility.homes() if not _inside(project, h)]
+    covered = homes + [_real(Path(p)) for p in FRESH_TMPFS]
     for path in visibility.own_code():
-        if _inside(path, project) or any(_inside(path, h) for h in homes):
+        if _inside(path, project) or any(_inside(path, c) for c in covered):
             builder.add(path, "read_only", quiet=True)
     if home is not None:
         builder.add(Path(home), "hidden", must_exist=True)
