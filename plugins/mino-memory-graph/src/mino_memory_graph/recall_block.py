@@ -14,7 +14,8 @@ import re
 from typing import TYPE_CHECKING
 
 from . import safety, standing
-from .provenance import LOG_WRITER, USER_WORDS, Origins
+from .provenance import Origins
+from .shown_state import _shown, shown_lines  # noqa: F401 - shown_lines: the tools' too
 
 if TYPE_CHECKING:
     from .memories import Memory
@@ -181,32 +182,6 @@ def profile_lines(graph, node: int | None) -> list[str]:
     return [f"- {f.key}: {f.value}" for f in facts]
 
 
-_LOG_LINE = re.compile(r"^(\s*\[\d+\] )([A-Za-z_ -]+): (.*)$")
-_FACT_LINE = re.compile(r"^(\s*- )([^:]*): (.*)$")
-
-
-def _shown(line: str) -> str:
-    """A state line as the block shows it: its text filtered, redacted and escaped
-    (``safety.shown``), a logged call marked as the assistant's and an outcome as mino's,
-    a turn's message as the user's own words."""
-    m = _LOG_LINE.match(line)
-    if m is not None:
-        who = LOG_WRITER.get(m.group(2))
-        mark = f" ({who})" if who else ""
-        return f"{m.group(1)}{safety.shown(m.group(2))}{mark}: {safety.shown(m.group(3))}"
-    m = _FACT_LINE.match(line)
-    if m is not None:
-        mark = f" ({USER_WORDS})" if m.group(2) == "message" else ""
-        return f"{m.group(1)}{safety.shown(m.group(2))}{mark}: {safety.shown(m.group(3))}"
-    return safety.shown(line)
-
-
-def shown_lines(text: str) -> list[str]:
-    """A node's state (or any recalled text) line by line as the model may read it: each
-    line through ``_shown`` (for the memory tools, which show the same texts)."""
-    return [_shown(ln) for ln in text.splitlines()]
-
-
 def _fact_line(key: str, value: str) -> str:
     return f"- {safety.shown(key)}: {safety.shown(value)}"
 
@@ -281,43 +256,3 @@ def render(graph, user: int | None, project: int | None, hits: list[tuple[int, f
     if not sections:
         return ""
     return "\n\n".join([LABEL] + ["\n".join(s) for s in sections])
-
-
-def brief_block(graph, query: str, found, *, state_of=None, last_at=None) -> str:
-    """Mnemo's ``recall_brief`` block (``[memory recall "q"]``, each hit with its state
-    inlined, then a provenance line), for callers of ``Store.recall_brief``; the loop's
-    block is ``render``. Every state line passes the same filter as ``render``'s.
-
-    ``state_of(id)`` / ``last_at(id)`` read the nodes when no graph is given (the index)."""
-    from .results import area_names
-
-    if graph is not None:
-        state_of = graph.state_of
-
-        def last_at(id):
-            node = graph.nodes.get(id)
-            return node.last_at() if node else 0
-    out = [f'[memory recall "{safety.shown(query)}"]', "", f"routed areas: {area_names(found.routed)}", ""]
-    hits = found.hits
-    for i, h in enumerate(hits):
-        via = ", via graph" if h.via_graph else ""
-        out.append(f"hit {i + 1}/{len(hits)} (score {h.score:.3f}{via})")
-        try:
-            state = state_of(h.node)
-        except KeyError:
-            state = ""
-        out.extend("  " + line for line in shown_lines(state))
-        if i + 1 < len(hits):
-            out.append("")
-    newest, newest_id = 0, None
-    for h in hits:
-        at = last_at(h.node)
-        if at > newest:
-            newest, newest_id = at, h.node
-    if newest_id is None and hits:
-        newest_id = hits[0].node
-    changed = f"node {newest_id} at {newest}" if newest_id is not None else "-"
-    out.append("")
-    out.append(f"provenance: recalled {len(hits)} node(s) from areas "
-               f"{area_names(found.routed)}; newest changed {changed}")
-    return "\n".join(out) + "\n"

@@ -722,7 +722,7 @@ class Store:
     def recall_brief(self, query: str, k: int = 5, *, areas: list[str] | None = None,
                      scope: int | None = None) -> dict:
         """``{"block", "routed", "hits", "why"}``: the text block a model reads."""
-        from .recall_block import brief_block
+        from .brief import brief_block
 
         found = self.search(query, k, areas=areas, scope=scope)
         with self._mutex:

@@ -111,7 +111,7 @@ def _hits(query: str, k: int, ctx: ToolContext):
 
 
 def run_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    from .recall_block import shown_lines
+    from .shown_state import shown_lines
 
     query = str(args.get("query") or "").strip()
     if not query:
@@ -133,7 +133,7 @@ def search_hits(query: str, limit: int, context) -> list:
     is the node's latest provenance (the session and how it was saved)."""
     from mino_core import MemoryHit
 
-    from .recall_block import shown_lines
+    from .shown_state import shown_lines
 
     ctx = ToolContext(project_root=context.project_root, home=context.home, session_id="",
                       mode="manual", config=context.config)
@@ -152,7 +152,7 @@ def search_hits(query: str, limit: int, context) -> list:
 # -- memory_view -------------------------------------------------------------------------
 
 def run_view(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    from .recall_block import shown_lines
+    from .shown_state import shown_lines
     from .safety import shown
     from .store import MemoryError_
 
