@@ -71,7 +71,7 @@ done(ops=s.index.ops_applied, rebuilt=s.index.rebuilt, note=s.index.note)
 INDEX_COSTS = """
 import random
 from mino_memory_graph.store import Store
-from mino_memory_graph.words import tokenize
+from mino_memory_graph.text.words import tokenize
 s = Store.open(sys.argv[1], lazy=True)
 words = "deploy port fix the test run build error install config service pnpm cache".split()
 rnd = random.Random(3)
@@ -101,7 +101,7 @@ TURN = """
 from types import SimpleNamespace
 from pathlib import Path
 from mino_core import Status, ToolCall, ToolOutcome, ToolResult
-from mino_memory_graph import loop
+from mino_memory_graph.loop import loop
 home, project = Path(sys.argv[1]), Path(sys.argv[2])
 config = json.loads(sys.argv[4])
 class Session(SimpleNamespace):

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from graph_bench import journal_lines, queries  # noqa: E402
 
 from mino_core import Status, ToolCall, ToolOutcome, ToolResult  # noqa: E402
-from mino_memory_graph import loop  # noqa: E402
-from mino_memory_graph.standing import project_identity  # noqa: E402
+from mino_memory_graph.loop import loop  # noqa: E402
+from mino_memory_graph.loop.standing import project_identity  # noqa: E402
 from mino_memory_graph.store import Store  # noqa: E402
 
 

@@ -32,7 +32,7 @@ Retrievers (all plain numpy, offline):
               ``ln((N+1)/(df+1)) + 1`` learned from the conversation.
 ``default``   the graph memory's default recall path: a ``Store`` with its default
               scorer (hybrid-v1, ``HybridScorer``), see ``store-*`` below.
-``hybrid-index``  ``mino_memory_graph.hybrid.HybridIndex`` fed directly (no store):
+``hybrid-index``  ``mino_memory_graph.recall.hybrid.HybridIndex`` fed directly (no store):
               BM25 over stemmed, stopword-free tokens, the best lexical score of
               the previous/next turn of the same session, the session's own BM25
               score, the hashing-v1 cosine, a boost for the speaker the question
@@ -151,7 +151,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "src"))
 
-from mino_memory_graph.hybrid import HybridIndex, HybridParams  # noqa: E402
+from mino_memory_graph.recall.hybrid import HybridIndex, HybridParams  # noqa: E402
 
 # The benchmark's own HybridIndex rows name each turn's speaker, so they keep the entity
 # boost; the agent's recall names no entities (mino writes no speaker facts: issue 16).
@@ -210,7 +210,7 @@ def load(path: Path):
 def _hashing_v1():
     """Mnemo's exact embedder: the plugin's when it exists, else an equivalent local copy."""
     try:  # pragma: no cover - depends on the store library being present
-        from mino_memory_graph import embed as _e  # type: ignore
+        from mino_memory_graph.text import embed as _e  # type: ignore
         for name in ("hashing_v1", "embed_hashing", "hash_embed"):
             if hasattr(_e, name):
                 return getattr(_e, name), getattr(_e, "tokenize", None)
@@ -486,7 +486,7 @@ class LoopGraph:
         import tempfile
 
         from mino_core.testing.harness import Harness
-        from mino_memory_graph import loop
+        from mino_memory_graph.loop import loop
 
         self._tmp = tempfile.TemporaryDirectory()
         root = Path(self._tmp.name)
@@ -537,7 +537,7 @@ class LoopGraph:
         use_params(self.mem.store, params)
 
     def rank(self, q, k):
-        from mino_memory_graph.recall_block import recall_candidates
+        from mino_memory_graph.loop.recall_block import recall_candidates
 
         if getattr(self, "params", None) is not None:
             use_params(self.mem.store, self.params)
@@ -554,7 +554,7 @@ class LoopGraph:
         return ""
 
     def close(self):
-        from mino_memory_graph import loop
+        from mino_memory_graph.loop import loop
 
         loop.forget_open()
         self._tmp.cleanup()
@@ -754,7 +754,7 @@ def memeval_ablation() -> dict:
 
     sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "tests"))
     from memeval_corpus import T, corpus_ops, evaluate as memeval
-    from mino_memory_graph import ops
+    from mino_memory_graph.core import ops
     from mino_memory_graph.store import Store
 
     def mino_shaped():

@@ -186,7 +186,7 @@ def write_cost(turns: int = 300) -> dict:
             s = Store.open(Path(tmp) / "journal.jsonl", fsync=False, use_cache=False,
                            use_index=False)
             keep = store_mod.redact_op
-            from mino_memory_graph import safety
+            from mino_memory_graph.core import safety
 
             safety._OP_CACHE.clear()  # a turn's texts are new: measure them uncached
             if not filtered:

@@ -90,7 +90,7 @@ s.refresh()
 # a long session has recalled and written: what the index's update imports (numpy, the
 # embedder) is loaded already, on both sides
 s.search("elsewhere written")
-from mino_memory_graph.vectors import _sparse
+from mino_memory_graph.text.vectors import _sparse
 _sparse(["warm up"])
 print("ready", flush=True)
 sys.stdin.readline()
@@ -245,8 +245,8 @@ def run(pg: PgServer, tmp: Path, nodes: int, runs: int, writes: int) -> int:
     fpath = fhome / "graph" / "journal.jsonl"
     shutil.copy(src, fpath)
     db = pg.new_database()
-    from mino_memory_graph.journal_pg import open_shared
-    from mino_memory_graph.shared_transfer import push, read_ops
+    from mino_memory_graph.journal.journal_pg import open_shared
+    from mino_memory_graph.journal.shared_transfer import push, read_ops
 
     j = open_shared(db["mino_url"], tmp / "pusher")
     t = time.perf_counter()

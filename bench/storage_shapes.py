@@ -59,7 +59,7 @@ import json, random, sqlite3, sys, time
 from pathlib import Path
 from types import SimpleNamespace
 from mino_core import Status, ToolCall, ToolOutcome, ToolResult
-from mino_memory_graph import consolidate, loop
+from mino_memory_graph.loop import consolidate, loop
 home, project, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 class Session(SimpleNamespace):
     def notice(self, text):

@@ -237,7 +237,7 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
     from mino_core.startup import start_agent
     from mino_core.testing import approver
     from mino_core.ui import RecordingUI
-    from mino_memory_graph.loop import forget_open
+    from mino_memory_graph.loop.loop import forget_open
 
     result = StoryResult(story)
     started = time.perf_counter()

@@ -11,7 +11,7 @@ EMPTY_REFLECTION = {"facts": [], "episode": {}, "fixes": [], "skill": None}
 
 
 def reflection_marker() -> str:
-    from mino_memory_graph.reflect import INSTRUCTIONS
+    from mino_memory_graph.loop.reflect import INSTRUCTIONS
 
     return INSTRUCTIONS.splitlines()[0]
 

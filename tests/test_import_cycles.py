@@ -149,3 +149,28 @@ def test_the_core_imports_no_plugin():
             wrong += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
                       if n.split(".")[0] in plugins]
     assert wrong == []
+
+
+# The graph plugin's layers, lowest first: a module imports only from its own layer or a
+# lower one (deferred imports count). ``store`` is the facade over the state and recall,
+# ``plugin`` the hooks over everything.
+GRAPH_LAYERS = ["core", "journal", "text", "state", "recall", "store", "loop", "cli", "plugin"]
+
+
+def test_the_graph_plugin_imports_only_downwards():
+    root = ROOT / "plugins/mino-memory-graph/src"
+    graph = _graph(root, "mino_memory_graph")
+    prefix = "mino_memory_graph."
+
+    def layer(module: str) -> int | None:
+        if module == "mino_memory_graph":
+            return None  # the package itself: a lazy Store export
+        return GRAPH_LAYERS.index(module.removeprefix(prefix).split(".")[0])
+
+    upward = [f"{a} -> {b}" for a, deps in graph.items() for b in deps
+              if b.startswith(prefix) and layer(a) is not None and layer(b) is not None
+              and layer(b) > layer(a)]
+    assert upward == []
+    flat = sorted(p.stem for p in (root / "mino_memory_graph").glob("*.py"))
+    assert flat == ["__init__", "plugin", "store"]  # every other module sits in a layer
+

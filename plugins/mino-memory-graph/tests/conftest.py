@@ -18,7 +18,7 @@ def graph_only(monkeypatch):
 
     A test module that also registers an in-process plugin extends MINO_PLUGINS itself.
     """
-    from mino_memory_graph import loop
+    from mino_memory_graph.loop import loop
 
     monkeypatch.setenv("MINO_PLUGINS", "mino.policy,mino.skills,mino-memory-graph")
     loop.forget_open()

@@ -5,8 +5,8 @@ edge to its domain root; an episode fed by two aspects; one superseded fact; a s
 pain marker; a harness (left out by the Aspect kind filter). Pins under ``hashing-v1``
 with routing: Hit@1 16/22, Hit@3 17/22, MRR 0.7427.
 """
-from mino_memory_graph import ops
-from mino_memory_graph.model import Graph
+from mino_memory_graph.core import ops
+from mino_memory_graph.core.model import Graph
 
 T = 1_700_000_000_000
 

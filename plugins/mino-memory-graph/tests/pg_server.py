@@ -163,7 +163,7 @@ class PgServer:
         if make_table:
             import psycopg
 
-            from mino_memory_graph.shared_schema import TABLE, make
+            from mino_memory_graph.journal.shared_schema import TABLE, make
 
             with psycopg.connect(out["owner_url"], autocommit=True) as c:
                 if make_table == "legacy":  # the table as an older mino made it

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph.first_use import EPISODES_NOTICE
+from mino_memory_graph.loop.first_use import EPISODES_NOTICE
 from mino_memory_graph.store import Store
 
 from graphtest import GRAPH, journal, mino, ok

@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from mino_core import PluginContext
-from mino_memory_graph import consolidate, plugin
+from mino_memory_graph.loop import consolidate
+from mino_memory_graph import plugin
 from mino_memory_graph.store import Store
 
 from graphtest import GRAPH, journal
@@ -187,7 +188,7 @@ def test_a_session_with_no_turn_here_opens_no_journal_when_it_ends(graph_only, m
 
 def test_the_session_node_this_process_made_is_where_the_session_began(
         graph_only, make_harness, scripted_server, mino_home):
-    from mino_memory_graph import loop
+    from mino_memory_graph.loop import loop
 
     h = _session(make_harness, scripted_server, MESSAGES[:1])
     h.new_session()

@@ -4,8 +4,8 @@ import math
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from mino_memory_graph.embed import HashingEmbedder, tokenize
-from mino_memory_graph.siphash import rust_pair_hash, rust_str_hash, siphash13
+from mino_memory_graph.text.embed import HashingEmbedder, tokenize
+from mino_memory_graph.text.siphash import rust_pair_hash, rust_str_hash, siphash13
 
 
 def test_check_value_helm_slots():
@@ -58,7 +58,7 @@ def test_empty_text_is_zero_vector():
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.binary(max_size=40), max_size=80))
 def test_vectorised_siphash_equals_scalar(datas):
-    from mino_memory_graph.siphash import siphash13, siphash13_many
+    from mino_memory_graph.text.siphash import siphash13, siphash13_many
 
     assert siphash13_many(datas) == [siphash13(d) for d in datas]
 
@@ -83,7 +83,7 @@ def test_bulk_vectors_equal_one_text_at_a_time(texts):
 def test_index_vectors_do_not_depend_on_the_batch(texts):
     """The index stores a text's vector the same whether a turn wrote it alone (pure
     Python, no numpy) or a rebuild derived it among many (numpy)."""
-    from mino_memory_graph import vectors as index
+    from mino_memory_graph.text import vectors as index
 
     padded = texts * (index.BULK_TEXTS // len(texts) + 1)  # enough for the bulk path
     bulk = index._sparse(padded)[:len(texts)]

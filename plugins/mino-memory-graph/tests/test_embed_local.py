@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from mino_memory_graph.embed import embedder_from_config
-from mino_memory_graph.embed_local import (LocalEmbedder, StaticEmbedder, WordPiece,
+from mino_memory_graph.text.embed import embedder_from_config
+from mino_memory_graph.text.embed_local import (LocalEmbedder, StaticEmbedder, WordPiece,
                                            distil_static, read_safetensors)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "mail", "##s", "e", "##mail", "the", "relay",

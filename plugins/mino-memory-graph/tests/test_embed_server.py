@@ -3,7 +3,7 @@ queries and documents are told apart (``input_type``, or E5's prefixes where the
 refuses the field), and the disk cache keeps the two apart."""
 from mino_core.testing.server import fake_embedding
 
-from mino_memory_graph.embed import OpenAIEmbedder, embedder_from_config
+from mino_memory_graph.text.embed import OpenAIEmbedder, embedder_from_config
 
 
 def _embedder(server, tmp_path, **kw):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mino_memory_graph import guard
+from mino_memory_graph.loop import guard
 
 pytest.importorskip("mino_tools_fs", reason="needs mino-tools-fs's Bash; runs in the full suite")
 

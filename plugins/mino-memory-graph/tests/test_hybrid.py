@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mino_memory_graph.hybrid import HybridIndex, is_temporal_query, stem, tokenize
+from mino_memory_graph.recall.hybrid import HybridIndex, is_temporal_query, stem, tokenize
 
 
 # ------------------------------------------------------------------ hashing-v1 (Mnemo's exact vectors)
 def _embedder():
     """The plugin's hashing-v1 embedder when present, else a faithful local copy."""
     try:
-        from mino_memory_graph.embed import HashingEmbedder  # type: ignore
+        from mino_memory_graph.text.embed import HashingEmbedder  # type: ignore
 
         e = HashingEmbedder()
         return lambda text: np.asarray(e.embed(text), dtype=np.float64)
@@ -343,9 +343,9 @@ def test_domain_corpus_not_worse_than_mnemo_scoring():
 
 # ------------------------------------------------------------- through the recall engine
 def _engine_graph():
-    recall = pytest.importorskip("mino_memory_graph.recall")
-    model = pytest.importorskip("mino_memory_graph.model")
-    from mino_memory_graph.hybrid import HybridScorer
+    recall = pytest.importorskip("mino_memory_graph.recall.recall")
+    model = pytest.importorskip("mino_memory_graph.core.model")
+    from mino_memory_graph.recall.hybrid import HybridScorer
 
     g = model.Graph()
     ids = iter(range(1, 10_000))

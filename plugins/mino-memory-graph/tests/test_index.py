@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mino_memory_graph.index import Index, compare
-from mino_memory_graph.journal import Journal
-from mino_memory_graph.model import Graph
-from mino_memory_graph.journal import Report, fold_range
+from mino_memory_graph.state.index import Index, compare
+from mino_memory_graph.journal.journal import Journal
+from mino_memory_graph.core.model import Graph
+from mino_memory_graph.journal.journal import Report, fold_range
 from mino_memory_graph.store import Store
-from mino_memory_graph.words import tokenize
+from mino_memory_graph.text.words import tokenize
 
 HERE = Path(__file__).resolve().parent
 
@@ -390,7 +390,9 @@ def test_a_rebuild_with_its_text_worker_holds_what_the_appends_left(tmp_path, mo
     """A large rebuild derives words and vectors at its end, every other chunk in a
     second process: the tables are the same as the index kept in step, and the same
     again when that process dies mid-way (the rest is derived in-process)."""
-    from mino_memory_graph import index as index_mod, journal as journal_mod, text_worker
+    from mino_memory_graph.state import index as index_mod
+    from mino_memory_graph.journal import journal as journal_mod
+    from mino_memory_graph.text import text_worker
 
     path = tmp_path / "journal.jsonl"
     s = busy_store(path, requests=80)
@@ -432,7 +434,8 @@ def test_a_rebuild_drops_the_log_of_a_hard_deleted_node_whose_id_comes_back(tmp_
     a node deleted for good go, those of a node made again under its id stay, across
     windows and with rows read back from the file, as a replay has them."""
     import json as _json
-    from mino_memory_graph import index as index_mod, journal as journal_mod
+    from mino_memory_graph.state import index as index_mod
+    from mino_memory_graph.journal import journal as journal_mod
 
     def op(name, **body):
         return _json.dumps({name: body}, separators=(",", ":")) + "\n"
@@ -468,7 +471,7 @@ def test_a_rebuild_drops_the_log_of_a_hard_deleted_node_whose_id_comes_back(tmp_
 def test_a_node_read_from_the_index_reads_its_log_when_first_used(tmp_path):
     """A partial graph's node comes without its log; the log read later is the one the
     row was read with (and an append first reads it), as a replay has it."""
-    from mino_memory_graph.partial import IndexNode
+    from mino_memory_graph.state.partial import IndexNode
 
     path = tmp_path / "journal.jsonl"
     s = Store.open(path)

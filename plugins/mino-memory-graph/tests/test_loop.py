@@ -4,8 +4,8 @@ import json
 import pytest
 
 from mino_core import Tool, ToolResult, hookimpl
-from mino_memory_graph import loop
-from mino_memory_graph.standing import USER_LABEL, project_identity
+from mino_memory_graph.loop import loop
+from mino_memory_graph.loop.standing import USER_LABEL, project_identity
 
 from graphtest import GRAPH, journal
 

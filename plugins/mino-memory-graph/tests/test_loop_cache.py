@@ -14,7 +14,7 @@ def test_a_turn_saves_the_cache_after_enough_operations(make_harness, scripted_s
     h.turn("first message about the deploy port")
     h.turn("second message about the deploy port")
     cache = mino_home / "graph" / "journal.cache"
-    from mino_memory_graph import loop
+    from mino_memory_graph.loop import loop
 
     for mem in list(loop._open.values()):
         saving = getattr(mem.store, "_saving", None)

@@ -1,8 +1,8 @@
 """memory_search, memory_view and memory_save through the real agent and policy."""
 import pytest
 
-from mino_memory_graph.standing import USER_LABEL
-from mino_memory_graph.tools import CHANGED
+from mino_memory_graph.loop.standing import USER_LABEL
+from mino_memory_graph.loop.tools import CHANGED
 
 from graphtest import GRAPH, journal
 

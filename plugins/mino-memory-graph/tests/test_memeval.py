@@ -1,8 +1,8 @@
 """Mnemo's retrieval gate: the exact scorer reproduces memeval's hashing pins."""
 from memeval_corpus import T, corpus_ops, evaluate
 
-from mino_memory_graph.model import Graph
-from mino_memory_graph.recall import RecallEngine
+from mino_memory_graph.core.model import Graph
+from mino_memory_graph.recall.recall import RecallEngine
 from mino_memory_graph.store import Store
 
 
@@ -28,7 +28,7 @@ def test_memeval_pins_on_engine():
 
 def test_memeval_pins_through_a_journal(tmp_path):
     """Written as journal lines, replayed by a fresh store: same pins."""
-    from mino_memory_graph import ops
+    from mino_memory_graph.core import ops
     p = tmp_path / "journal.jsonl"
     p.write_bytes(b"".join(ops.encode(*op) for op in corpus_ops()))
     s = Store.open(p, scorer="mnemo")
@@ -41,7 +41,7 @@ def test_memeval_pins_through_a_journal(tmp_path):
 
 def test_memeval_default_scorer_is_hybrid_and_not_worse(tmp_path):
     """The default (hybrid-v1) on Mnemo's own gate: no worse than the pins above."""
-    from mino_memory_graph import ops
+    from mino_memory_graph.core import ops
     p = tmp_path / "journal.jsonl"
     p.write_bytes(b"".join(ops.encode(*op) for op in corpus_ops()))
     s = Store.open(p)
@@ -52,14 +52,14 @@ def test_memeval_default_scorer_is_hybrid_and_not_worse(tmp_path):
 
 
 def test_scorer_from_config_name_and_factory(tmp_path):
-    from mino_memory_graph.hybrid import HybridScorer
-    from mino_memory_graph.recall import MnemoScorer
+    from mino_memory_graph.recall.hybrid import HybridScorer
+    from mino_memory_graph.recall.recall import MnemoScorer
 
     p = tmp_path / "journal.jsonl"
     cfg = {"memory": {"graph": {"scorer": "mnemo"}}}
     assert isinstance(Store.open(p, config=cfg).scorer, MnemoScorer)
     assert isinstance(Store.open(p, use_index=False).scorer, HybridScorer)
-    from mino_memory_graph.search import IndexSearch
+    from mino_memory_graph.recall.search import IndexSearch
 
     assert isinstance(Store.open(p).scorer, IndexSearch)  # the default, from the index
     assert isinstance(Store.open(p, scorer=HybridScorer).scorer, HybridScorer)

@@ -1,7 +1,8 @@
 """pitfalls.replaced / reflect.plan_apply: a new working fix for a failure whose old fix
 stopped working supersedes the old fix on its pitfall (issue 25, item 2)."""
-from mino_memory_graph import ops, pitfalls, reflect
-from mino_memory_graph.model import Graph
+from mino_memory_graph.core import ops
+from mino_memory_graph.loop import pitfalls, reflect
+from mino_memory_graph.core.model import Graph
 
 T = 1_700_000_000_000
 ERR = "lock timeout on schema_migrations [Exit code: 1]"
@@ -67,7 +68,7 @@ def test_plan_apply_supersedes_the_old_fix_and_leaves_the_runs_marker_without_on
 def test_the_same_error_behind_what_a_first_step_printed_is_the_same_error():
     """``prepare && build`` fails with build's error after prepare's output, and the
     window of three lines pushes the error's tail out: still the same error."""
-    from mino_memory_graph.steer import signature
+    from mino_memory_graph.loop.steer import signature
 
     alone = signature("build.sh: JavaScript heap out of memory [Exit code: 1]")
     shifted = signature("prepared 5 asset bundles build.sh: JavaScript heap out of memory")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph.purge import TOMBSTONE
+from mino_memory_graph.cli.purge import TOMBSTONE
 from mino_memory_graph.store import Store
 
 from graphtest import journal, mino, ok

@@ -3,11 +3,11 @@ import random
 
 import pytest
 
-from mino_memory_graph import ops
-from mino_memory_graph.model import EXPANSION_KINDS, Graph, f32
-from mino_memory_graph.recall import RecallEngine
-from mino_memory_graph.brief import brief_block
-from mino_memory_graph.routing import expand_query_aliases, route_explained, route_query
+from mino_memory_graph.core import ops
+from mino_memory_graph.core.model import EXPANSION_KINDS, Graph, f32
+from mino_memory_graph.recall.recall import RecallEngine
+from mino_memory_graph.recall.brief import brief_block
+from mino_memory_graph.recall.routing import expand_query_aliases, route_explained, route_query
 
 WORDS = "alpha beta gamma delta helm ingress port deploy error crash repo path plan".split()
 

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 
 from mino_core import Status, ToolCall, ToolOutcome, ToolResult
-from mino_memory_graph import loop, reflect
-from mino_memory_graph.loop import REFLECTION_TITLE, SKILL_TITLE
-from mino_memory_graph.standing import USER_LABEL
+from mino_memory_graph.loop import loop, reflect
+from mino_memory_graph.loop.loop import REFLECTION_TITLE, SKILL_TITLE
+from mino_memory_graph.loop.standing import USER_LABEL
 
 from graphtest import GRAPH, journal
 

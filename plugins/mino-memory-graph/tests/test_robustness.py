@@ -9,9 +9,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mino_memory_graph import ops
-from mino_memory_graph.cache import same_graph
-from mino_memory_graph.journal import parse_one
+from mino_memory_graph.core import ops
+from mino_memory_graph.state.cache import same_graph
+from mino_memory_graph.journal.journal import parse_one
 from mino_memory_graph.store import Store
 
 WRITER = str(Path(__file__).with_name("writer_proc.py"))

@@ -17,9 +17,9 @@ import time
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph import ops
-from mino_memory_graph.cache import same_graph
-from mino_memory_graph.journal import MAX_LINE
+from mino_memory_graph.core import ops
+from mino_memory_graph.state.cache import same_graph
+from mino_memory_graph.journal.journal import MAX_LINE
 from mino_memory_graph.store import Store
 
 AT = 1_700_000_000_000
@@ -240,7 +240,7 @@ def test_running_hash_follows_appends_and_catch_up(jpath):
 
 
 def test_cache_of_the_old_format_is_rebuilt(jpath):
-    from mino_memory_graph import cache
+    from mino_memory_graph.state import cache
 
     s = Store.open(jpath, use_index=False)
     with s.write() as r:

@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from mino_memory_graph import loop
-from mino_memory_graph.standing import project_identity
+from mino_memory_graph.loop import loop
+from mino_memory_graph.loop.standing import project_identity
 
 # These attacks run through the real Bash tool: with the graph plugin alone (no
 # mino-tools-fs, as `scripts/test-plugins-alone.sh` installs it) there is none to attack.

@@ -22,8 +22,8 @@ import sys
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph import ops
-from mino_memory_graph.standing import project_identity
+from mino_memory_graph.core import ops
+from mino_memory_graph.loop.standing import project_identity
 from mino_memory_graph.store import Store
 
 pytest.importorskip("mino_tools_fs", reason="needs mino-tools-fs's Bash; runs in the full suite")

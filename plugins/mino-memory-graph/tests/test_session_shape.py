@@ -3,9 +3,9 @@ and PartOf the project, with the turn's message; hybrid-v1's structural signals 
 ``memory.graph.episodes: off`` records no message."""
 import pytest
 
-from mino_memory_graph import loop
-from mino_memory_graph.recall_block import recall_candidates
-from mino_memory_graph.words import HybridParams, tokenize
+from mino_memory_graph.loop import loop
+from mino_memory_graph.loop.recall_block import recall_candidates
+from mino_memory_graph.text.words import HybridParams, tokenize
 
 from graphtest import journal
 
@@ -264,7 +264,7 @@ def test_a_session_resumed_on_a_later_day_dates_its_new_turns(make_harness, scri
     writes is dated that day, not the session's first."""
     from datetime import datetime, timezone
 
-    from mino_memory_graph.listing import Reader
+    from mino_memory_graph.cli.listing import Reader
 
     h = _agent(make_harness)
     _say(h, scripted_server, "The nightly job writes to the archive bucket.")

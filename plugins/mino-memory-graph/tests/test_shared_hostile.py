@@ -145,7 +145,7 @@ def test_authorship_is_set_by_the_database_and_shown(pg, tmp_path):
     s = Store.open(home=home, config=cfg(db["mino_url"]))
     with s.write() as r:
         mine = r.create_node("Aspect", "deploy notes of mine")
-    from mino_memory_graph.shared_check import written_by
+    from mino_memory_graph.journal.shared_check import written_by
 
     with s._locked(False):
         assert written_by(s, 1) == {"role": ann, "host": "127.0.0.1", "mine": False,
@@ -171,7 +171,7 @@ def test_a_teammate_holding_the_write_lock_stalls_a_save_for_lock_wait_only(
         pg, tmp_path, monkeypatch):
     import psycopg
 
-    from mino_memory_graph import journal_pg
+    from mino_memory_graph.journal import journal_pg
 
     monkeypatch.setattr(journal_pg, "LOCK_WAIT", 1)
     db = pg.new_database()
@@ -226,7 +226,7 @@ def signal_all(pids, sig):
 
 
 def test_a_paused_server_bounds_reads_and_writes_and_recall_goes_on(pg, tmp_path, monkeypatch):
-    from mino_memory_graph import journal_pg
+    from mino_memory_graph.journal import journal_pg
 
     monkeypatch.setattr(journal_pg, "QUERY_WAIT", 1)
     db = pg.new_database()
@@ -374,7 +374,7 @@ def test_a_same_length_edit_of_the_copy_is_found_and_fetched_again(pg, tmp_path)
 # --- 8. each person their own profile; project knowledge shared ----------------------
 
 def test_each_person_has_their_own_profile_and_nobody_writes_anothers(pg, tmp_path):
-    from mino_memory_graph.memories import Memory
+    from mino_memory_graph.loop.memories import Memory
 
     db = pg.new_database()
     ann_url, ann = teammate(pg, db, "ann")
@@ -439,8 +439,8 @@ def test_an_older_table_keeps_working_and_the_owners_repair_upgrades_it(pg, tmp_
 
 def test_a_turn_with_the_server_paused_recalls_and_says_memory_is_read_only(
         pg, graph_only, make_harness, scripted_server, mino_home, monkeypatch):
-    from mino_memory_graph import journal_pg
-    from mino_memory_graph.shared_offline import NOTE
+    from mino_memory_graph.journal import journal_pg
+    from mino_memory_graph.loop.shared_offline import NOTE
 
     monkeypatch.setattr(journal_pg, "QUERY_WAIT", 1)
     monkeypatch.setattr(journal_pg, "CONNECT_TIMEOUT", 1)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph.cache import same_graph
-from mino_memory_graph.journal import Report, fold_range, parse_one
-from mino_memory_graph.model import Graph
+from mino_memory_graph.state.cache import same_graph
+from mino_memory_graph.journal.journal import Report, fold_range, parse_one
+from mino_memory_graph.core.model import Graph
 from mino_memory_graph.store import Store
 
 from graphtest import mino
@@ -186,7 +186,7 @@ def test_two_machines_making_the_table_at_once_both_go_on(pg, tmp_path):
 
     import psycopg
 
-    from mino_memory_graph.journal_pg import DDL
+    from mino_memory_graph.journal.journal_pg import DDL
 
     db = pg.new_database(make_table=False)
     other = psycopg.connect(db["owner_url"])  # the first machine, mid-way through its make
@@ -233,7 +233,7 @@ def test_reads_query_only_after_a_notify_and_see_the_other_machine(pg, tmp_path)
 
 
 def test_mirror_tail_left_by_a_crash_is_kept_or_cut(pg, tmp_path, monkeypatch):
-    from mino_memory_graph import journal_pg
+    from mino_memory_graph.journal import journal_pg
 
     monkeypatch.setattr(journal_pg, "BATCH", 1)  # a query per row: the paging is used
     db = pg.new_database()
@@ -275,7 +275,7 @@ def test_a_table_made_again_starts_the_mirror_over(pg, tmp_path):
     with s.write() as r:
         r.create_node("Aspect", "old journal")
     s.close()
-    from mino_memory_graph.shared_schema import make
+    from mino_memory_graph.journal.shared_schema import make
 
     with psycopg.connect(db["owner_url"], autocommit=True) as c:
         c.execute("DROP TABLE mino_journal")
@@ -463,7 +463,7 @@ def test_a_shared_url_without_psycopg_says_how_to_install_it(tmp_path):
 
 
 def test_shared_url_masking_and_choice(monkeypatch):
-    from mino_memory_graph import shared_url as u
+    from mino_memory_graph.journal import shared_url as u
 
     url = "postgresql://mino:s3cr%40t@db.example:5433/team?sslmode=require"
     assert u.masked(url) == "postgresql://mino:***@db.example:5433/team?sslmode=require"
@@ -486,7 +486,7 @@ def test_shared_url_masking_and_choice(monkeypatch):
 
 
 def test_a_malformed_shared_url_is_a_line_not_a_traceback(tmp_path):
-    from mino_memory_graph import shared_url as u
+    from mino_memory_graph.journal import shared_url as u
 
     # the mirror's folder is named from what the URL names; connecting says what is wrong
     assert u.identity("postgresql://h:abc/team").startswith("team-")
@@ -509,7 +509,7 @@ def _lead(body):
 
 def test_a_turn_with_the_server_away_recalls_and_a_save_fails_cleanly(
         pg, graph_only, make_harness, scripted_server, mino_home):
-    from mino_memory_graph.shared_offline import NOTE
+    from mino_memory_graph.loop.shared_offline import NOTE
 
     db = pg.new_database()
     config = {"memory": {"backend": "graph", "graph": {"journal": db["mino_url"]}}}
@@ -660,7 +660,7 @@ def test_an_insert_refused_leaves_memory_as_the_journal_is(pg, tmp_path):
 def test_a_write_waits_for_another_at_most_lock_wait(pg, tmp_path, monkeypatch):
     import psycopg
 
-    from mino_memory_graph import journal_pg
+    from mino_memory_graph.journal import journal_pg
 
     monkeypatch.setattr(journal_pg, "LOCK_WAIT", 1)
     db = pg.new_database()

@@ -4,9 +4,10 @@ from click.testing import CliRunner
 import click
 
 from mino_core import PluginContext
-from mino_memory_graph import credit, loop, safety, steer
-from mino_memory_graph.migrate import read_folder
-from mino_memory_graph.standing import normalise_remote, project_identity
+from mino_memory_graph.loop import credit, loop, steer
+from mino_memory_graph.core import safety
+from mino_memory_graph.cli.migrate import read_folder
+from mino_memory_graph.loop.standing import normalise_remote, project_identity
 from mino_memory_graph.store import Store
 
 HOSTILE = [

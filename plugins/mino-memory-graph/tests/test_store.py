@@ -6,11 +6,11 @@ import stat
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from mino_memory_graph import model as _model
-from mino_memory_graph import ops
-from mino_memory_graph.cache import same_graph
-from mino_memory_graph.journal import Report, fold
-from mino_memory_graph.model import ApplyError, CLOCK_START, Graph
+from mino_memory_graph.core import model as _model
+from mino_memory_graph.core import ops
+from mino_memory_graph.state.cache import same_graph
+from mino_memory_graph.journal.journal import Report, fold
+from mino_memory_graph.core.model import ApplyError, CLOCK_START, Graph
 from mino_memory_graph.store import MemoryError_, Store
 
 
@@ -229,7 +229,7 @@ def test_lines_that_only_parse_together_are_each_quarantined(jpath):
 def test_offsets_across_chunks_and_non_ascii(jpath, monkeypatch):
     """Tiny chunks, non-ASCII text, a non-UTF-8 line, bad and unappliable lines: every
     reported offset is the line's byte offset, and the graph is the one-chunk graph."""
-    from mino_memory_graph import journal as jmod
+    from mino_memory_graph.journal import journal as jmod
 
     lines = []
     for i in range(1, 40):
@@ -314,7 +314,7 @@ def test_derived_cache_valid_stale_damaged(jpath):
     assert c2.loaded_from_cache and same_graph(c2.graph, s.graph)
     assert c2.check()["cache"]["matches_replay"]
     # damaged cache -> rebuilt from the journal
-    from mino_memory_graph.cache import read_header
+    from mino_memory_graph.state.cache import read_header
 
     header, start = read_header(jpath.with_suffix(".cache"))
     data = bytearray(jpath.with_suffix(".cache").read_bytes())
@@ -348,7 +348,7 @@ def test_request_validation_errors(jpath):
 
 
 def test_journal_location(tmp_path, monkeypatch):
-    from mino_memory_graph.journal import resolve_journal_path
+    from mino_memory_graph.journal.journal import resolve_journal_path
     monkeypatch.delenv("MNEMO_MEMORY_JOURNAL", raising=False)
     assert resolve_journal_path(tmp_path) == tmp_path / "graph" / "journal.jsonl"
     cfg = {"memory": {"graph": {"journal": str(tmp_path / "x.jsonl")}}}
@@ -358,7 +358,7 @@ def test_journal_location(tmp_path, monkeypatch):
 
 
 def test_cached_nodes_load_lazily_and_round_trip(jpath):
-    from mino_memory_graph.model import LazyNode
+    from mino_memory_graph.core.model import LazyNode
 
     s = Store.open(jpath, use_index=False)
     a, p, e, fid, old = build(s)
@@ -468,7 +468,7 @@ def test_a_big_fold_into_a_long_lived_graph_is_frozen_and_release_breaks_cycles(
     import gc
     import sys
 
-    from mino_memory_graph import journal
+    from mino_memory_graph.journal import journal
 
     monkeypatch.setattr(journal, "FREEZE_OPS", 20)
     lines = [ops.create_node(i, "Aspect", f"n{i}", i) for i in range(1, 31)]
@@ -493,7 +493,7 @@ def test_a_big_fold_into_a_long_lived_graph_is_frozen_and_release_breaks_cycles(
 # --- issue 16: the rewrite primitive, bad lines reported once --------------------------
 
 def test_journal_rewrite_replaces_the_file_whole_and_can_keep_the_old_one(jpath):
-    from mino_memory_graph.journal import Journal
+    from mino_memory_graph.journal.journal import Journal
 
     s = Store.open(jpath)
     build(s)
@@ -538,6 +538,7 @@ def test_bad_lines_are_unreported_until_marked(jpath):
 def test_the_running_hash_is_the_one_the_derived_cache_checks():
     """store.py names the cache's hash without importing the cache (an index-backed open
     never reads it)."""
-    from mino_memory_graph import cache, store
+    from mino_memory_graph.state import cache
+    from mino_memory_graph import store
 
     assert store._HASH == cache.HASH

@@ -1,18 +1,23 @@
 """mino-memory-graph: the Mnemo graph store as a mino memory backend.
 
-Modules, by what they hold:
+Layers, lowest first; a module imports only from its own layer or a lower one
+(``tests/test_import_cycles.py`` checks it, deferred imports included):
 
-- ``model``    nodes, facts, edges and the pure fold that applies one operation
-- ``ops``      the twelve journal operations: field specs, validation, line encoding
-- ``journal``  the file: paths, the advisory lock, reading, quarantine, appending
-- ``siphash``  SipHash-1-3 with Rust's ``Hash`` framing (for ``hashing-v1``)
-- ``embed``    embedders: ``hashing-v1`` (default) and an opt-in OpenAI-compatible one
-- ``routing``  query routing by cue words and the query alias table
-- ``recall``   the recall engine: the ``Scorer`` interface, Mnemo's exact scorer,
-               filters, one-hop expansion, the recall block
-- ``cache``    the optional on-disk derived cache (snapshot + vectors)
-- ``store``    ``Store``: open, write requests under the lock, search, state, check
-- ``plugin``   the mino hooks and the ``mino memory ...`` commands
+- ``core/``     the twelve operations (``ops``), the graph they fold into (``model``),
+                errors, and the filter every recalled text passes (``safety``,
+                ``provenance``, ``shown_state``)
+- ``journal/``  where operations live: the file (``journal``) and the shared PostgreSQL
+                journal (``journal_pg``, its table, row checks, copies, restore)
+- ``text/``     how a text becomes words (Snowball stems) and a hashing-v1 vector
+- ``state/``    what is derived from the journal: the SQLite index, the partial graph
+                read from it, the optional cache
+- ``recall/``   routing, the Mnemo scorer, hybrid-v1, search results, the brief block
+- ``store``     ``Store``: open, write requests under the lock (all or nothing),
+                search, state, check
+- ``loop/``     the memory in a turn: episodes, the recall block, steer, reflection,
+                guard, pitfalls, consolidation, the model's memory tools
+- ``cli/``      the ``mino memory ...`` commands
+- ``plugin``    the mino hooks
 
 Importing this package imports neither numpy nor openai.
 """

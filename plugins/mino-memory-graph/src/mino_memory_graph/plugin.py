@@ -19,7 +19,7 @@ def memory_backend():
 
 @hookimpl
 def register_tools(context):
-    from .tools import make_tools
+    from .loop.tools import make_tools
 
     return make_tools()
 
@@ -27,9 +27,9 @@ def register_tools(context):
 @hookimpl
 def front_input(turn):
     """Recall for this message: one labelled block, or None when memory has nothing."""
-    from . import loop
-    from .first_use import episodes_notice
-    from .shared_offline import begin  # a shared journal's server away: recall still
+    from .loop import loop
+    from .loop.first_use import episodes_notice
+    from .loop.shared_offline import begin  # a shared journal's server away: recall still
 
     episodes_notice(turn.session)
     return begin(turn, loop.begin)
@@ -38,21 +38,21 @@ def front_input(turn):
 @hookimpl
 def before_tool(call, tool, turn):
     """The pre-run guard: a command that failed before with a known fix is held once."""
-    from .guard import guard
+    from .loop.guard import guard
 
     return guard(call, tool, turn)
 
 
 @hookimpl
 def tool_outcome(outcome, turn):
-    from . import loop
+    from .loop import loop
 
     loop.observe(outcome, turn)
 
 
 @hookimpl
 def after_turn(turn):
-    from . import loop
+    from .loop import loop
 
     loop.end(turn)
 
@@ -60,14 +60,14 @@ def after_turn(turn):
 @hookimpl
 def session_end(session):
     """Past the threshold of new episodes, fold recurring themes into lessons."""
-    from .consolidate import at_session_end
+    from .loop.consolidate import at_session_end
 
     at_session_end(session)
 
 
 @hookimpl
 def register_memory_commands(group, context):
-    from .commands import register_commands as register
+    from .cli.commands import register_commands as register
 
     register(group, context)
 
@@ -82,7 +82,7 @@ def protected_paths(context):
     import os
     from pathlib import Path
 
-    from .journal import file_journal_path, resolve_journal_path
+    from .journal.journal import file_journal_path, resolve_journal_path
 
     journals = {resolve_journal_path(context.home, context.config),
                 file_journal_path(context.home, context.config)}
@@ -136,7 +136,7 @@ def config_schema(context):
 @hookimpl
 def memory_search(query, limit, context):
     """For a caller outside a turn (``mino mcp serve``): the tool's search, read-only."""
-    from .tools import search_hits
+    from .loop.tools import search_hits
 
     return search_hits(query, limit, context)
 
@@ -148,7 +148,7 @@ def memory_refusal(text, context):
     confirms (``mino mcp serve``) is refused instead, so nobody's secret is kept unseen."""
     from mino_core import find_secrets
 
-    from .safety import refusal
+    from .core.safety import refusal
 
     found = find_secrets(text or "")
     return refusal(text) or (f"a secret ({found[0][2]})" if found else None)

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from mino_core import plugin_logger
 
-from . import ops as _ops
-from .errors import MemoryError_  # noqa: F401 - the store's name for callers
-from .journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
-from .model import AREA_FOR_KIND, ApplyError, Graph
-from .safety import redact_op
+from .core import ops as _ops
+from .core.errors import MemoryError_  # noqa: F401 - the store's name for callers
+from .journal.journal import Journal, Report, fold_range, resolve_journal_path, _cap_raw
+from .core.model import AREA_FOR_KIND, ApplyError, Graph
+from .core.safety import redact_op
 
 log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
@@ -41,7 +41,7 @@ log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw st
 def _cache():
     """The in-memory design's derived cache (imported where used: the index's paths,
     a search from the shell among them, never need it)."""
-    from . import cache
+    from .state import cache
 
     return cache
 
@@ -58,7 +58,7 @@ SCORER_NAMES = {"hybrid-v1": "hybrid-v1", "hybrid": "hybrid-v1", "default": "hyb
 def hybrid_params(gcfg: dict | None):
     """hybrid-v1's parameters from ``memory.graph`` (``episode_weight``, ``vector_weight``);
     None: the defaults."""
-    from .words import HybridParams
+    from .text.words import HybridParams
 
     def number(key, top):
         v = (gcfg or {}).get(key)
@@ -92,13 +92,13 @@ def scorer_factory(spec=None, embedder=None, params=None):
         # while a store opens
         if name == "mnemo":
             def mnemo(graph):
-                from .recall import MnemoScorer
+                from .recall.recall import MnemoScorer
 
                 return MnemoScorer(embedder)
             return mnemo
 
         def hybrid(graph):
-            from .hybrid import HybridScorer
+            from .recall.hybrid import HybridScorer
 
             return HybridScorer(graph, params, embedder=embedder)
         return hybrid
@@ -287,8 +287,8 @@ class Store:
         ``stats`` then never builds it: what ``mino memory`` commands use."""
         journal = None
         if path is None:
-            from .shared_open import journal_pg
-            from .shared_url import shared_url
+            from .journal.shared_open import journal_pg
+            from .journal.shared_url import shared_url
 
             url = shared_url(config)
             if url:  # the shared journal: psycopg is imported only here
@@ -303,7 +303,7 @@ class Store:
         if embedder is None and isinstance(scorer, str):
             emb_cfg = gcfg.get("embedder")
             if emb_cfg:
-                from .embed import embedder_from_config
+                from .text.embed import embedder_from_config
                 embedder = embedder_from_config(emb_cfg, Path(path).parent / "embed")
         if use_index is None:
             use_index = str(gcfg.get("index", "on")).strip().lower() not in (
@@ -319,7 +319,7 @@ class Store:
         return store
 
     def _make_engine(self, graph: Graph):
-        from .recall import RecallEngine
+        from .recall.recall import RecallEngine
 
         return RecallEngine(graph, self.scorer_factory(graph))
 
@@ -343,7 +343,7 @@ class Store:
                 or SCORER_NAMES.get(str(self._scorer_arg).strip().lower()) != "hybrid-v1"):
             return None
         if self._index_search is None or self._index_search.index is not self.index:
-            from .search import IndexSearch
+            from .recall.search import IndexSearch
 
             self._index_search = IndexSearch(self.index, params=self.params)
         return self._index_search
@@ -405,7 +405,7 @@ class Store:
         """Build the graph (caller holds the mutex and a journal lock): over the index
         when the index serves recall (``partial.PartialGraph``), else in memory."""
         if self.index_search is not None and self.use_cache:
-            from .partial import PartialGraph
+            from .state.partial import PartialGraph
 
             self.index.catch_up()
             self.graph = PartialGraph(self.index)
@@ -446,7 +446,7 @@ class Store:
 
     def _open_index(self, rebuild: bool = False) -> None:
         """Open (rebuilding when needed, or asked) the index; caller holds a journal lock."""
-        from .index import Index
+        from .state.index import Index
 
         try:
             self.index = Index.open(self.journal, rebuild=rebuild, lock=False)
@@ -462,7 +462,7 @@ class Store:
         costs only the index: it is rebuilt, or left for the next open."""
         if self.index is None:
             return
-        from .index import IndexInvalid
+        from .state.index import IndexInvalid
 
         try:
             self.index.catch_up()
@@ -722,7 +722,7 @@ class Store:
     def recall_brief(self, query: str, k: int = 5, *, areas: list[str] | None = None,
                      scope: int | None = None) -> dict:
         """``{"block", "routed", "hits", "why"}``: the text block a model reads."""
-        from .brief import brief_block
+        from .recall.brief import brief_block
 
         found = self.search(query, k, areas=areas, scope=scope)
         with self._mutex:
@@ -810,7 +810,7 @@ class Store:
 
     def check(self) -> dict:
         """Replay the whole journal afresh; report bad lines, and verify the cache."""
-        from .cache import same_graph
+        from .state.cache import same_graph
 
         with self._mutex, self._locked(False):
             self._catch_up()
@@ -851,7 +851,7 @@ class Store:
 
     def _check_index(self, replayed: Graph) -> dict:
         """The index against a replay of the whole journal (caller holds a lock)."""
-        from .index import compare
+        from .state.index import compare
 
         info = {"path": str(self.path.with_suffix(".index")), "used": self.index is not None,
                 "note": self.index_note}

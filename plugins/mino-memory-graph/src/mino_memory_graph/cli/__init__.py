@@ -1,0 +1,1 @@
+"""The mino memory commands: listing, purge, repair, the shared journal's commands."""
