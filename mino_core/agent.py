@@ -34,6 +34,7 @@ class Agent:
         check_folders(home, self.host.backends)
         self.client = client if client is not None else ModelClient(model_settings(self.config))
         self.client.use_apis(self.host.model_apis)
+        self.client.configure(self.config)  # the limits hold from the first request (/compact too)
         self.session: Session | None = None
 
     @property

@@ -45,7 +45,18 @@ def window(session) -> int:
                 return max(1024, int(source["context_window"]))
             except (TypeError, ValueError):
                 pass
-    return DEFAULT_WINDOW
+    from .context_window import learn, lookup
+
+    learned = session.log.latest("context_window")  # a server's refusal named it
+    if learned and session.client is not None and learned.get("via") == session.client.via:
+        try:
+            size = max(256, int(learned["tokens"]))
+        except (KeyError, TypeError, ValueError):
+            size = 0
+        if size:
+            learn(session.client, size)  # so a cut at the context's end is seen (mark_cut)
+            return size
+    return lookup(session.client) or DEFAULT_WINDOW  # what the server says (context_window.py)
 
 
 def threshold(session) -> float:
@@ -119,13 +130,13 @@ def _turn_starts(conversation: list[dict[str, Any]]) -> list[int]:
             if r.get("type") == "message" and r.get("role") == "user"]
 
 
-def plan_cut(session, in_turn: bool) -> tuple[int, int]:
+def plan_cut(session, in_turn: bool, keep_turns: int = KEEP_TURNS) -> tuple[int, int]:
     """(previous cut, new cut) in conversation records; new <= previous means nothing to do."""
     conversation = list(session.log.conversation())
     previous = session.log.latest("compaction")
     before = int(previous.get("cut", 0)) if previous else 0
     starts = _turn_starts(conversation)
-    keep = KEEP_TURNS + (1 if in_turn else 0)
+    keep = keep_turns + (1 if in_turn else 0)
     if len(starts) <= keep:
         return before, before
     return before, starts[-keep]
@@ -147,18 +158,33 @@ def _transcript(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def compact(session, *, in_turn: bool) -> str:
-    """Summarise older turns; returns a line for the person. Leaves history alone on failure."""
-    before, cut = plan_cut(session, in_turn)
+def compact(session, *, in_turn: bool, keep: int = KEEP_TURNS) -> str:
+    """Summarise older turns; returns a line for the person. Leaves history alone on failure,
+    and when the summary is no shorter than what it would replace. ``keep``: turns before
+    the one in progress kept whole (none after the server refused a request as too large)."""
+    before, cut = plan_cut(session, in_turn, keep)
     if cut <= before:
+        if keep == 0:
+            return "Nothing to compact: the turn in progress is the only one"
         return ("Nothing to compact: the turn in progress and the two turns before it are "
                 "always kept whole.")
     conversation = list(session.log.conversation())
-    older = conversation[before:cut]
+    refused = [(int(r.get("start", 0)), int(r.get("end", 0))) for r in session.log.records
+               if r.get("type") == "refused"]  # never sent again, so never summarised
+    older = [r for k, r in enumerate(conversation[before:cut], before)
+             if not any(start <= k < end for start, end in refused)]
+    if not older:
+        return "Nothing to compact: the older turns were refused by the server and are not sent"
     previous = session.summary()
     text = _transcript(older)
     if previous:
         text = f"Summary of the turns before these:\n{previous}\n\nThe turns to add:\n{text}"
+    # The summary request must fit the window too: the newest part of a long transcript.
+    room = max(256, int(window(session) * 0.6) - tokens(SUMMARY_INSTRUCTIONS)) * CHARS_PER_TOKEN
+    if len(text) > room:
+        text = "[... the oldest part left out ...]\n" + text[-room:]
+    replaced = _json_tokens([record_to_item(r) for r in older if record_to_item(r)]) + \
+        (tokens(previous) if previous else 0)
     request_input = [message_item("user", text)]
     try:
         summary = session.complete(SUMMARY_INSTRUCTIONS, request_input).strip()
@@ -167,6 +193,10 @@ def compact(session, *, in_turn: bool) -> str:
         return f"Compaction failed ({exc}); the history is unchanged."
     if not summary:
         return "Compaction failed (the summary came back empty); the history is unchanged."
+    if tokens(summary) >= replaced:
+        log.warning("compaction_not_shorter", summary=tokens(summary), replaced=replaced)
+        return (f"Compaction not kept: the summary ({tokens(summary):,} tokens) was not shorter "
+                f"than the {replaced:,} tokens it would replace; the history is unchanged.")
     turns = len(_turn_starts(older))
     session.log.append({"type": "compaction", "summary": summary, "cut": cut, "turns": turns})
     session.state.pop("usage_at", None)
