@@ -471,3 +471,30 @@ def test_a_line_typed_during_a_turn_is_the_next_message(tmp_path, scripted_serve
     term.expect("Second.")
     _leave(term)
     assert [_user_messages(r)[-1] for r in scripted_server.requests] == ["one", "typed ahead"]
+
+
+def test_after_resume_compact_honours_the_limits_and_keeps_only_a_shorter_summary(tmp_path, scripted_server):
+    env, home, _ = _env(tmp_path, scripted_server)
+    answer = " ".join(f"word{i}" for i in range(200))
+    for n in (1, 2, 3):
+        scripted_server.add({"text": f"answer {n}: {answer}"})
+        done = subprocess.run([MINO, *(["-c"] if n > 1 else []), "-p", f"question {n}"], env=env,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+    (home / "config.yaml").write_text("max_output_tokens: 64\n")
+    [path] = list((home / "sessions").glob("*.jsonl"))
+    term = Screen(["--resume", path.stem], env)
+    term.expect("You>")
+    # A small model's "summary" longer than what it replaces.
+    scripted_server.add({"text": "summary " + " ".join(f"detail{i}" for i in range(2000))})
+    term.type("/compact" + ENTER)
+    term.expect("Compaction not kept")
+    assert scripted_server.requests[-1]["max_output_tokens"] == 64  # config, after --resume
+    scripted_server.add({"text": "They asked question 1."})
+    term.prompt()
+    term.type("/compact" + ENTER)
+    term.expect("Compacted 1 turn(s)")
+    assert scripted_server.requests[-1]["max_output_tokens"] == 64
+    _leave(term)
+    kept = [r for r in _log(home) if r.get("type") == "compaction"]
+    assert len(kept) == 1 and kept[0]["summary"] == "They asked question 1."
