@@ -49,15 +49,13 @@ def project_sessions(agent: Agent) -> list[tuple[str, str]]:
 
 def _typed_ahead(keys, read, prompt: str):
     """The next line, taking what was typed during the last turn first."""
-    typed = keys.take() if keys is not None else ""
+    # One message, whatever it holds (a paste's lines, several Enters): never one per line.
+    typed, entered = keys.take_message() if keys is not None else ("", False)
     if not typed:
         return read(prompt)
-    if "\n" in typed:
-        line, _, rest = typed.partition("\n")
-        print(prompt + line, flush=True)
-        if rest:
-            keys._typed += rest.encode()
-        return line
+    if entered:
+        print(prompt + typed, flush=True)
+        return typed
     if getattr(getattr(read, "__self__", None), "prefill", False):
         return read(prompt, default=typed)  # prompt_toolkit: editable, as if typed there
     print(prompt + typed, end="", flush=True)

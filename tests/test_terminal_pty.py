@@ -116,6 +116,14 @@ class Screen:
     def type(self, keys: str):
         os.write(self.fd, keys.encode())
 
+    def paste(self, text: str):
+        """Paste as a terminal does (tmux paste-buffer -p): between the bracketed paste
+        markers when mino has turned that mode on, else as raw keys, each line ending in
+        Enter. The mode is the last one mino wrote so far."""
+        on, off = self.raw.rfind(b"\x1b[?2004h"), self.raw.rfind(b"\x1b[?2004l")
+        keys = text.replace("\n", "\r")
+        os.write(self.fd, (PASTE_START + keys + PASTE_END if on > off else keys).encode())
+
     def close(self, timeout=20.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -498,3 +506,63 @@ def test_after_resume_compact_honours_the_limits_and_keeps_only_a_shorter_summar
     _leave(term)
     kept = [r for r in _log(home) if r.get("type") == "compaction"]
     assert len(kept) == 1 and kept[0]["summary"] == "They asked question 1."
+
+
+def test_a_paste_the_moment_the_first_prompt_shows_is_one_message(tmp_path, scripted_server):
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "Got the paste."})
+    term = Screen([], env)
+    term.expect("You>")
+    block = "\n".join(f"trace line {i:02}" for i in range(30))
+    term.paste(block)  # at once: prompt_toolkit is still loading
+    term.shows("trace line 29")
+    term.settle()
+    before = term.shown()
+    assert scripted_server.requests == []  # the paste alone sends nothing
+    term.type(ENTER)
+    term.expect("Got the paste.")
+    term.settle()
+    after = term.shown()
+    _leave(term)
+    assert len(scripted_server.requests) == 1
+    assert _user_messages(scripted_server.requests[0]) == [block]
+    (tmp_path / "screen-paste-first.txt").write_text(before + "\n=====\n" + after)
+
+
+def test_a_paste_during_a_turn_is_one_message_at_the_next_prompt(tmp_path, scripted_server):
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "a slow first answer " * 6, "delay": 0.05}, {"text": "Second."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("one" + ENTER)
+    term.expect("slow first")
+    block = "\n".join(f"pasted line {i:02}" for i in range(40)) + "\n"
+    term.paste(block)
+    term.shows("You> pasted line 00")  # the next prompt holds the whole paste
+    term.shows("pasted line 39")
+    term.settle()
+    before = term.shown()
+    assert len(scripted_server.requests) == 1  # waits at the prompt, editable
+    term.type(ENTER)
+    term.expect("Second.")
+    term.settle()
+    after = term.shown()
+    _leave(term)
+    assert len(scripted_server.requests) == 2
+    assert _user_messages(scripted_server.requests[1])[-1] == block  # as pasted
+    (tmp_path / "screen-paste-turn.txt").write_text(before + "\n=====\n" + after)
+
+
+def test_lines_typed_during_a_turn_are_one_message(tmp_path, scripted_server):
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "a slow first answer " * 6, "delay": 0.05},
+                        {"text": "Both lines at once."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("one" + ENTER)
+    term.expect("slow first")
+    term.type("first line" + ENTER + "second line" + ENTER)
+    term.expect("Both lines at once.")
+    _leave(term)
+    assert len(scripted_server.requests) == 2
+    assert _user_messages(scripted_server.requests[1])[-1] == "first line\nsecond line"

@@ -82,7 +82,11 @@ class Reader:
                 shown = prompt.lstrip("\n")
                 if self._styled:
                     shown = f"\x1b[1;32m{shown.rstrip()}\x1b[0m" + shown[len(shown.rstrip()):]
-                self._out.write("\n" * lead + shown)
+                # Bracketed paste from the first prompt on (prompt_toolkit turns it on only
+                # once loaded): a paste before then is still one message.
+                from .keys import PASTE_ON
+
+                self._out.write(PASTE_ON + "\n" * lead + shown)
                 self._out.flush()
                 self._load()
                 self._out.write("\r\x1b[2K")  # prompt_toolkit draws the line again, with any keys
