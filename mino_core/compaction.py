@@ -216,5 +216,9 @@ def maybe_compact(session, info) -> None:
     """
     if estimate(session) <= threshold(session) * window(session):
         return
+    before, cut = plan_cut(session, True)
+    if cut <= before:  # nothing older to summarise yet: an overflow still compacts (keep=0)
+        log.info("compaction_nothing_to_do", estimate=estimate(session), window=window(session))
+        return
     session.ui.notice("(context is nearly full; compacting older turns)")
     session.ui.notice(compact(session, in_turn=True))

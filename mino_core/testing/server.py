@@ -75,7 +75,7 @@ def request_text(body: Any) -> str:
 class ScriptedServer:
     def __init__(self, script: list[dict[str, Any]] | None = None, host: str = "127.0.0.1",
                  responses: bool = True, n_ctx: int | None = None,
-                 publish: tuple[str, ...] = ("props", "models")):
+                 publish: tuple[str, ...] = ("props", "models"), port: int = 0):
         self.script: list[dict[str, Any]] = list(script or [])
         self.responses = responses
         self.n_ctx, self.publish = n_ctx, tuple(publish)
@@ -94,7 +94,7 @@ class ScriptedServer:
         self._pending_fail: dict[int, int] = {}
         self._pending_drop: dict[int, int] = {}
         self._counter = 0
-        server = ThreadingHTTPServer((host, 0), _Handler)
+        server = ThreadingHTTPServer((host, port), _Handler)
         server.daemon_threads = True
         server.scripted = self  # type: ignore[attr-defined]
         self._server = server
