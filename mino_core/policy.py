@@ -68,6 +68,11 @@ class DefaultPolicy:
         rule = rules.first_deny(call.name, call.arguments, subject)
         if rule is not None:
             return Decision.deny(f"the deny rule {rule} in config.yaml")
+        from .trust import refusal
+
+        refused = refusal(call, tool, session)  # Bash with the project at / or the home folder
+        if refused:
+            return Decision.deny(refused)
         if mode == "bypass":
             return Decision.allow("bypass mode", show=True)
         why = next((w for w in (protected(t, session) for t in targets or ()) if w), None)
