@@ -14,6 +14,8 @@ def plugins() -> dict[str, Any]:
     """The core's plugins by name, new objects on every call."""
     from .model_api import CoreAPIs
     from .policy import DefaultPolicy
+    from .project_instructions import ProjectInstructionsPlugin
     from .skills import SkillsPlugin
 
-    return {"mino.apis": CoreAPIs(), "mino.policy": DefaultPolicy(), "mino.skills": SkillsPlugin()}
+    return {"mino.apis": CoreAPIs(), "mino.policy": DefaultPolicy(), "mino.skills": SkillsPlugin(),
+            "mino.instructions": ProjectInstructionsPlugin()}
