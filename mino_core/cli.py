@@ -56,7 +56,10 @@ def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose)
     from . import headless
 
     if headless.wanted(prompt):
-        sys.exit(headless.main(ctx))
+        code = headless.main(ctx)
+        if _AS_COMMAND:  # the answer is out: leave as the REPL does, without the teardown
+            _leave(code)
+        sys.exit(code)
     if resume_id and continue_:
         _fail("Use --resume ID or --continue, not both.")
     sys.exit(_run(mode, resume_id, verbose, continue_, switch))
@@ -103,6 +106,11 @@ def _run(mode, resume_id, verbose, continue_=False, switch=False) -> int:
 
         agent = start_agent(home_dir(), project_root(), ui, verbose, allow=allow(), banner=True)
         holder.append(agent)
+        from .trust import check_interactive
+
+        if sys.stdin.isatty() and not check_interactive(
+                agent.home, agent.project_root, ui, lambda question: _ask_yes(ui, question)):
+            return 2
         if not open_session(agent, normalise_mode(mode) if mode else None, resume_id, continue_, switch):
             return 2
     except (ConfigError, SessionNotFound) as exc:
@@ -126,6 +134,12 @@ def _run(mode, resume_id, verbose, continue_=False, switch=False) -> int:
 
     code = repl(agent, first_message_reader(reader.read if reader is not None else input), keys)
     _leave(code)
+
+
+def _ask_yes(ui, question: str) -> bool:
+    from .repl import ask_yes
+
+    return ask_yes(ui, question)
 
 
 def _keep_interrupts() -> None:
@@ -307,7 +321,16 @@ def memory():
     """Read and manage memories (commands come from the active memory backend)."""
 
 
+from .instructions_command import instructions_command  # noqa: E402 - defined there
+
+cli.add_command(instructions_command)
+
+_AS_COMMAND = False  # set by main(): the process is mino itself (not a test's CliRunner)
+
+
 def main() -> None:
+    global _AS_COMMAND
+    _AS_COMMAND = True
     try:
         cli(standalone_mode=True)
     except KeyboardInterrupt:

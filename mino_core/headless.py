@@ -411,6 +411,11 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
         _say(str(exc))
         return EXIT_USAGE
     ui.session = session
+    from .trust import not_a_project
+
+    if not_a_project(agent.project_root):  # -p never asks about trust; Bash is refused here
+        ui.notice(f"(mino is running in {not_a_project(agent.project_root)}, which is not a "
+                  "project: Bash is refused here.)")
     for message in agent.host.drain_errors():
         ui.notice(message)
     settings = agent.client.settings

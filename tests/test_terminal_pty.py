@@ -566,3 +566,46 @@ def test_lines_typed_during_a_turn_are_one_message(tmp_path, scripted_server):
     _leave(term)
     assert len(scripted_server.requests) == 2
     assert _user_messages(scripted_server.requests[1])[-1] == "first line\nsecond line"
+
+
+def test_a_first_start_in_a_folder_asks_for_trust_and_remembers_a_yes(tmp_path, scripted_server):
+    env, home, project = _env(tmp_path, scripted_server)
+    (home / "trusted-folders.json").unlink()  # as on a first start: nothing trusted yet
+    term = Screen([], env)
+    term.expect("Do you trust the files in this folder?")
+    term.type("n" + ENTER)
+    assert term.close() == 2
+    assert "Not trusted, so mino leaves" in term.shown()
+    assert not (home / "trusted-folders.json").exists()
+    term = Screen([], env)
+    term.expect("Do you trust the files in this folder?")  # asked again
+    term.type("y" + ENTER)
+    term.expect("You>")
+    term.type(CTRL_D)
+    assert term.close() == 0
+    stored = home / "trusted-folders.json"
+    assert stat_mode(stored) == 0o600 and str(project) in json.loads(stored.read_text())["folders"]
+    term = Screen([], env)
+    term.expect("You>")
+    assert "Do you trust" not in term.text  # remembered
+    term.type(CTRL_D)
+    assert term.close() == 0
+
+
+def stat_mode(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_a_new_agents_md_is_asked_about_at_the_first_message(tmp_path, scripted_server):
+    env, home, project = _env(tmp_path, scripted_server, plugins="mino.policy,mino.skills,mino.instructions")
+    (project / "AGENTS.md").write_text("HOUSE-RULE: answer in French.\n")
+    scripted_server.add({"require": "HOUSE-RULE", "text": "Bonjour."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("hello" + ENTER)
+    term.expect("HOUSE-RULE")  # the file's first lines, in the question
+    term.expect("[y/N]")
+    term.type("y" + ENTER)
+    term.expect("Bonjour.")
+    _leave(term)
+    assert str(project / "AGENTS.md") in (home / "instructions-seen.json").read_text()
