@@ -32,6 +32,9 @@ def _host():
 @click.group(cls=TopLevel, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", "mode", metavar="NAME", help="Permission mode: manual, accept-edits or bypass.")
+@click.option("-m", "--model", "model", metavar="NAME", expose_value=False, is_eager=True,
+              callback=lambda ctx, param, value: _use_model(value),
+              help="The model to use (instead of MINO_MODEL or model in config.yaml).")
 @click.option("--resume", "resume_id", metavar="ID", help="Continue the session with this id.")
 @click.option("-c", "--continue", "continue_", is_flag=True,
               help="Continue the newest session of this project.")
@@ -63,6 +66,15 @@ def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose)
     if resume_id and continue_:
         _fail("Use --resume ID or --continue, not both.")
     sys.exit(_run(mode, resume_id, verbose, continue_, switch))
+
+
+def _use_model(name):
+    """``-m NAME``: wins over MINO_MODEL and config.yaml, for this run (and what it runs)."""
+    if name:
+        import os
+
+        os.environ["MINO_MODEL"] = name
+    return name
 
 
 def _terminal_ui(home: Path, holder: list):

@@ -19,13 +19,14 @@ Commands:
   /compact        summarise older turns now
   /context        show how the context window is used
   /mode [NAME]    show or set the permission mode (manual, accept-edits, bypass)
+  /model [NAME]   show the model (and the server's list) or switch to another
   /help           this list
   /exit           leave (Ctrl-D works too)
 Keys: Enter sends; Alt-Enter, Ctrl-J or a trailing \\ start a new line (a paste is one
 message). Esc or Ctrl-C stops a turn, also at a question. Ctrl-C clears the line; twice
 on an empty line leaves. Tab completes commands and /resume ids."""
 
-COMMANDS = ("/new", "/resume", "/compact", "/context", "/mode", "/help", "/exit", "/quit")
+COMMANDS = ("/new", "/resume", "/compact", "/context", "/mode", "/model", "/help", "/exit", "/quit")
 
 
 def announce(agent: Agent) -> None:
@@ -227,6 +228,10 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
             ui.line(f"Permission mode: {agent.session.mode}.")
         elif normalise_mode(arg) is None:
             ui.notice(f"Unknown mode {arg!r}. Modes: {', '.join(MODES)}.")
+    elif name == "/model":
+        from .model_command import model_command
+
+        model_command(agent, arg)
     elif name == "/compact":
         from .compaction import compact_command
 

@@ -99,4 +99,13 @@ def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, al
 def banner_line(agent) -> str:
     settings = agent.client.settings
     server = urlsplit(settings.base_url).netloc or settings.base_url
-    return f"mino: model {settings.model} at {server}, project {agent.project_root}"
+    return f"mino {_version()}: model {settings.model} at {server}, project {agent.project_root}"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mino-core")
+    except PackageNotFoundError:
+        return "(version unknown)"

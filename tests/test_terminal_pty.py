@@ -609,3 +609,28 @@ def test_a_new_agents_md_is_asked_about_at_the_first_message(tmp_path, scripted_
     term.expect("Bonjour.")
     _leave(term)
     assert str(project / "AGENTS.md") in (home / "instructions-seen.json").read_text()
+
+
+def test_model_flag_banner_and_the_model_command(tmp_path, scripted_server):
+    from importlib.metadata import version
+
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "from small"}, {"text": "from other"})
+    term = Screen(["-m", "small-model"], env)
+    term.expect("You>")
+    host = scripted_server.base_url.split("//")[1].split("/")[0]
+    assert f"mino {version('mino-core')}: model small-model at {host}, project" in term.shown()
+    term.type("one" + ENTER)
+    term.expect("from small")
+    term.prompt()
+    term.type("/model" + ENTER)
+    term.expect("The server offers: scripted.")
+    assert f"Model: small-model at {scripted_server.base_url}" in term.shown()
+    term.prompt()
+    term.type("/model other-model" + ENTER)
+    term.expect("Model: other-model from the next message on (the server does not list it")
+    term.prompt()
+    term.type("two" + ENTER)
+    term.expect("from other")
+    _leave(term)
+    assert [r["model"] for r in scripted_server.requests] == ["small-model", "other-model"]
