@@ -336,6 +336,9 @@ def memory():
 from .instructions_command import instructions_command  # noqa: E402 - defined there
 
 cli.add_command(instructions_command)
+from .doctor import doctor_command  # noqa: E402 - defined there
+
+cli.add_command(doctor_command)
 
 _AS_COMMAND = False  # set by main(): the process is mino itself (not a test's CliRunner)
 

@@ -46,6 +46,9 @@ class PromptGroup(click.Group):
     def resolve_command(self, ctx, args):
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from .did_you_mean import check
+
+            check(self, ctx, list(args))  # mino sesions, mino help: not a prompt
             ctx.meta[_WORDS] = list(args)
             return None, _NOTHING, []
         return super().resolve_command(ctx, args)
