@@ -23,12 +23,15 @@ PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 
 def bracketed_paste(out=None) -> None:
-    """Ask the terminal on ``out`` (stdout) to mark pastes; nothing on a pipe."""
+    """Ask the terminal on ``out`` (stdout) to mark pastes; nothing on a pipe or a dumb
+    terminal (whose transcript stays free of escape sequences)."""
     import sys
+
+    from . import _dumb
 
     out = out or sys.stdout
     try:
-        if out.isatty():
+        if out.isatty() and not _dumb():
             out.write(PASTE_ON)
             out.flush()
     except (AttributeError, OSError, ValueError):
