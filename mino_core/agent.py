@@ -74,7 +74,9 @@ class Agent:
         if not is_id(session_id) or not path.is_file():
             matches = [s for s in list_sessions(self.sessions_dir) if s.id.startswith(session_id)]
             if len(matches) != 1 or not session_id:
-                raise SessionNotFound(f"No session {session_id!r}; `mino sessions` lists them.")
+                from .invocation import command
+
+                raise SessionNotFound(f"No session {session_id!r}; `{command('sessions')}` lists them.")
             path = matches[0].path
         log, skipped = SessionLog.open(path)
         for message in skipped:

@@ -68,6 +68,12 @@ def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose)
     sys.exit(_run(mode, resume_id, verbose, continue_, switch))
 
 
+def _command(args: str) -> str:
+    from .invocation import command
+
+    return command(args)
+
+
 def _use_model(name):
     """``-m NAME``: wins over MINO_MODEL and config.yaml, for this run (and what it runs)."""
     if name:
@@ -234,7 +240,7 @@ def sessions(every):
     found = list_sessions(home_dir() / "sessions", None if every else project_root(), with_empty=False)
     if not found:
         echo("No sessions yet." if every else
-             "No sessions in this project yet (mino sessions --all lists every project).")
+             f"No sessions in this project yet ({_command('sessions --all')} lists every project).")
     import datetime
 
     for s in found:
@@ -263,7 +269,7 @@ def skills(ctx):
         echo(f"{entry['name']}  {status}  {entry['origin']}: {entry['path']}{hidden}")
     if any(status != "approved" for _, status in found):
         echo("\nA skill loads only as you approved it: mino asks at the next session's first "
-             "message, or approve one now with: mino skills approve NAME (project:NAME or "
+             f"message, or approve one now with: {_command('skills approve NAME')} (project:NAME or "
              "home:NAME where both folders have one)")
 
 
@@ -284,13 +290,13 @@ def skills_approve(names):
         lines = []
         for name, found in ambiguous.items():
             lines.append(f"Skill {name} is in both folders; nothing was approved. Say which file:")
-            lines += [f"  mino skills approve {e['origin']}:{name}   ({e['path']})" for e in found]
+            lines += [f"  {_command('skills approve ' + e['origin'] + ':' + name)}   ({e['path']})" for e in found]
         _fail("\n".join(lines))
     for entry in approved:
         echo(f"Approved {entry['name']}: {entry['origin']}: {entry['path']} as it is now "
              "(a later change is asked about again).")
     if unknown:
-        _fail(f"No skill named {', '.join(unknown)} here (mino skills lists them).")
+        _fail(f"No skill named {', '.join(unknown)} here ({_command('skills')} lists them).")
 
 
 @cli.command()

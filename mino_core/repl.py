@@ -112,7 +112,9 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
 def leave(agent: Agent) -> int:
     end_session(agent.session)
     if agent.session is not None and agent.session.turns:
-        agent.ui.line(f"Resume with: mino --resume {agent.session.id}")
+        from .invocation import command  # as started: .venv/bin/mino is not on PATH
+
+        agent.ui.line(f"Resume with: {command('--resume ' + agent.session.id)}")
     return 0
 
 
@@ -142,7 +144,9 @@ def _asking(agent: Agent, switch: bool) -> driver.MoveProject:
             ui.notice(f"Not resumed: {folder} is not a folder any more.")
             return False
         if not switch and not ask_yes(ui, f"Resume it with the tools working in {folder}? [y/N]"):
-            ui.line(f"Not resumed. Run mino --resume {found.id} there, or add --project to "
+            from .invocation import command
+
+            ui.line(f"Not resumed. Run {command('--resume ' + found.id)} there, or add --project to "
                     "start there from here.")
             return False
         ui.line(f"Project: {Path(folder).resolve()}")
@@ -201,7 +205,9 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
             sessions = [s for s in list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
                         if s.id != agent.session.id][:20]
             if not sessions:
-                ui.line("No other sessions in this project (mino sessions --all lists every project).")
+                from .invocation import command
+
+                ui.line(f"No other sessions in this project ({command('sessions --all')} lists every project).")
                 return None
             for number, s in enumerate(sessions, 1):
                 ui.line(f"  {number:2}. {s.id}  {_when(s.modified)}  {s.turns} turn(s)  {_title(s.title)}")

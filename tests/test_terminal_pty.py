@@ -403,7 +403,7 @@ def test_ctrl_c_clears_the_line_twice_on_an_empty_line_leaves(tmp_path, scripted
     term.type(CTRL_C)
     term.expect("Ctrl-C again to leave")
     term.type(CTRL_C)
-    term.expect("Resume with: mino --resume ")
+    term.expect(f"Resume with: {MINO} --resume ")  # the command as started: runnable
     assert term.close() == 0
     assert _user_messages(scripted_server.requests[0]) == ["sent"]
 
