@@ -56,7 +56,12 @@ def window(session) -> int:
         if size:
             learn(session.client, size)  # so a cut at the context's end is seen (mark_cut)
             return size
-    return lookup(session.client) or DEFAULT_WINDOW  # what the server says (context_window.py)
+    # What the server says (context_window.py): asked once a session has history to fit
+    # (a first turn has nothing to compact, and a server that is not there is not waited for).
+    from .context_window import known
+
+    found = lookup(session.client) if session.turns > 1 else known(session.client)
+    return found or DEFAULT_WINDOW
 
 
 def threshold(session) -> float:

@@ -6,7 +6,8 @@ Where a window comes from, first found wins: ``context_window`` in config.yaml (
 overflow error names it); the server's model list (``GET /v1/models``: llama.cpp's
 ``meta.n_ctx``, vLLM's ``max_model_len``, others' ``context_length``); llama.cpp's
 ``GET /props`` (``default_generation_settings.n_ctx``). The lookup is made once per
-process and server, on a loopback or LAN server only (OpenAI's model list names no
+process and server (once it has answered, or when a session with history starts), on a
+loopback or LAN server only (OpenAI's model list names no
 window, and a remote server is not asked for what it does not publish), with a short
 timeout; nothing found leaves the configured default.
 
@@ -32,7 +33,7 @@ from .logs import get_logger
 from .model import ModelError
 
 log = get_logger("context_window")
-PROBE_TIMEOUT = 2.0  # seconds per lookup; a local server answers in milliseconds
+PROBE_TIMEOUT = 1.0  # seconds per lookup; a local server answers in milliseconds
 # Base URL -> window in tokens (None: asked, nothing found). Learned from errors too.
 _KNOWN: dict[str, int | None] = {}
 _LOCK = threading.Lock()
@@ -147,7 +148,9 @@ def probe(settings) -> int | None:
     base = settings.base_url.rstrip("/")
     try:
         listing = _get(f"{base}/models", settings.api_key)
-    except Exception:  # noqa: BLE001 - no listing: try /props
+    except Exception as exc:  # noqa: BLE001 - no listing: try /props, unless it is not answering
+        if "timed out" in str(exc).lower() or isinstance(exc, TimeoutError):
+            return None
         listing = None
     entries = listing.get("data") if isinstance(listing, dict) else None
     if isinstance(entries, list):
@@ -219,7 +222,7 @@ def mark_cut(client, request: dict[str, Any], response):
     usage = response.usage or {}
     used_in = usage.get("input_tokens", usage.get("prompt_tokens"))
     used_out = usage.get("output_tokens", usage.get("completion_tokens"))
-    window = known(client)
+    window = lookup(client)  # asked once, now that the server has answered
     filled = bool(window and isinstance(used_in, int) and isinstance(used_out, int) and used_out
                   and used_in + used_out >= window)
     if response.status == "completed" and not response.calls and filled:
