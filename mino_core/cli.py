@@ -151,6 +151,10 @@ def _run(mode, resume_id, verbose, continue_=False, switch=False) -> int:
     from .headless import first_message_reader
 
     code = repl(agent, first_message_reader(reader.read if reader is not None else input), keys)
+    if keys is not None:
+        from .terminal.keys import bracketed_paste_off
+
+        bracketed_paste_off()
     _leave(code)
 
 

@@ -38,6 +38,21 @@ def bracketed_paste(out=None) -> None:
         pass
 
 
+def bracketed_paste_off(out=None) -> None:
+    """The terminal as the shell expects it again (mino leaves; turns kept it on)."""
+    import sys
+
+    from . import _dumb
+
+    out = out or sys.stdout
+    try:
+        if out.isatty() and not _dumb():
+            out.write(PASTE_OFF)
+            out.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def typed_text(data: bytes) -> tuple[str, bool]:
     """What keys typed ahead say: (the text, whether it ended with Enter). Printable text,
     Tab and line breaks, with Backspace applied; key sequences (arrows) dropped; inside a
