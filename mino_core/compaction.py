@@ -14,7 +14,7 @@ starts at ``cut``, so a resumed session rebuilds the same request.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .logs import get_logger
 from .model import ModelError
@@ -227,3 +227,42 @@ def maybe_compact(session, info) -> None:
         return
     session.ui.notice("(context is nearly full; compacting older turns)")
     session.ui.notice(compact(session, in_turn=True))
+
+
+def respond(session, request: dict[str, Any], rebuild: Callable[[], dict[str, Any]], deadline=None):
+    """``session.client.respond``, and on an overflow (the server's refusal, recognised by
+    ``context_window.overflow``): learn the window, compact older turns (all of them: the
+    window is smaller than was assumed) and send once more."""
+    from .context_window import learn
+    from .model import ContextOverflow
+
+    client = session.client
+    try:
+        return client.respond(request, session.ui, deadline=deadline)
+    except ContextOverflow as exc:
+        first = exc
+
+    if first.window:
+        learn(client, first.window)
+        # Kept with the session, so a resumed one (mino -p -c) compacts in time.
+        session.log.append({"type": "context_window", "tokens": first.window,
+                            "via": client.via})
+    size = f"{first.window:,} tokens" if first.window else "smaller than this request"
+    used = f" and the request {first.used:,}" if first.used else ""
+    said = compact(session, in_turn=True, keep=0)
+    if not said.startswith("Compacted"):
+        why = "there is nothing older to compact" if said.startswith("Nothing") else \
+            f"compacting did not help ({said[0].lower()}{said[1:].rstrip('.')})"
+        raise ModelError(f"{first} The server's context is {size}{used}; {why}. Send a shorter "
+                         "message, or give the server a larger context (llama.cpp: -c).",
+                         refused=True) from None
+    session.ui.notice(f"(The server's context is {size}{used}: {said[0].lower()}{said[1:].rstrip('.')}, "
+                      "and sent it again.)")
+    request = rebuild()
+    session.state["last_request"] = request
+    try:
+        return client.respond(request, session.ui, deadline=deadline)
+    except ContextOverflow as exc:
+        raise ModelError(f"{exc} It still does not fit the server's context ({size}) after "
+                         "compacting: send a shorter message, or give the server a larger "
+                         "context (llama.cpp: -c).", refused=True) from None

@@ -13,8 +13,10 @@ timeout; nothing found leaves the configured default.
 
 An overflow (llama.cpp: HTTP 400 ``exceed_context_size_error`` "request (4476 tokens)
 exceeds the available context size (4096 tokens)"; OpenAI and vLLM: "maximum context
-length is N tokens") is a ``ContextOverflow``: the turn learns the window, compacts the
-older turns and sends the request once more (``respond``), and says so in one line.
+length is N tokens") is a ``ContextOverflow`` (``model.py``): the turn learns the window,
+compacts the older turns and sends the request once more (``compaction.respond``), and says
+so in one line. This module imports nothing of mino's but its logger: the model client
+and compaction both ask it.
 
 A cut the server does not call a cut: llama.cpp's Responses API says ``completed`` for an
 answer stopped by the end of its context; when the request and the answer together
@@ -26,11 +28,10 @@ import ipaddress
 import json
 import re
 import threading
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from .logs import get_logger
-from .model import ModelError
 
 log = get_logger("context_window")
 PROBE_TIMEOUT = 1.0  # seconds per lookup; a local server answers in milliseconds
@@ -50,17 +51,9 @@ _OVERFLOW = [
 ]
 
 
-class ContextOverflow(ModelError):
-    """The server refused the request as larger than its context. ``window`` and
-    ``used``: the sizes it named (None where it named none)."""
-
-    def __init__(self, message: str, window: int | None, used: int | None):
-        super().__init__(message, refused=True)
-        self.window, self.used = window, used
-
-
-def overflow(status: int, message: str, body: Any, shown: str) -> ContextOverflow | None:
-    """The error as a ContextOverflow when it says the request did not fit, else None."""
+def overflow(status: int, message: str, body: Any) -> tuple[int | None, int | None] | None:
+    """(window, used) when the error says the request did not fit (either None where the
+    server named no size), else None. ``model.py`` raises it as a ``ContextOverflow``."""
     if status not in (400, 413, 422, 500):
         return None
     error = body.get("error") if isinstance(body, dict) else None
@@ -79,7 +72,7 @@ def overflow(status: int, message: str, body: Any, shown: str) -> ContextOverflo
             break
     if not found:
         return None
-    return ContextOverflow(f"The model service refused the request ({shown}).", window, used)
+    return window, used
 
 
 def _int(value: Any) -> int | None:
@@ -173,44 +166,6 @@ def probe(settings) -> int | None:
     if window:
         log.info("window_from_props", window=window)
     return window
-
-
-# -- during a turn ---------------------------------------------------------------------------
-
-def respond(session, request: dict[str, Any], rebuild: Callable[[], dict[str, Any]], deadline=None):
-    """``session.client.respond``, and on an overflow: learn the window, compact older
-    turns (all of them: the window is smaller than was assumed) and send once more."""
-    client = session.client
-    try:
-        return client.respond(request, session.ui, deadline=deadline)
-    except ContextOverflow as exc:
-        first = exc
-    from . import compaction
-
-    if first.window:
-        learn(client, first.window)
-        # Kept with the session, so a resumed one (mino -p -c) compacts in time.
-        session.log.append({"type": "context_window", "tokens": first.window,
-                            "via": client.via})
-    size = f"{first.window:,} tokens" if first.window else "smaller than this request"
-    used = f" and the request {first.used:,}" if first.used else ""
-    said = compaction.compact(session, in_turn=True, keep=0)
-    if not said.startswith("Compacted"):
-        why = "there is nothing older to compact" if said.startswith("Nothing") else \
-            f"compacting did not help ({said[0].lower()}{said[1:].rstrip('.')})"
-        raise ModelError(f"{first} The server's context is {size}{used}; {why}. Send a shorter "
-                         "message, or give the server a larger context (llama.cpp: -c).",
-                         refused=True) from None
-    session.ui.notice(f"(The server's context is {size}{used}: {said[0].lower()}{said[1:].rstrip('.')}, "
-                      "and sent it again.)")
-    request = rebuild()
-    session.state["last_request"] = request
-    try:
-        return client.respond(request, session.ui, deadline=deadline)
-    except ContextOverflow as exc:
-        raise ModelError(f"{exc} It still does not fit the server's context ({size}) after "
-                         "compacting: send a shorter message, or give the server a larger "
-                         "context (llama.cpp: -c).", refused=True) from None
 
 
 def mark_cut(client, request: dict[str, Any], response):

@@ -54,6 +54,16 @@ class ModelError(Exception):
         self.refused = refused
 
 
+class ContextOverflow(ModelError):
+    """The server refused the request as larger than its context (``context_window.py``
+    recognises the error). ``window`` and ``used``: the sizes it named (None where it named
+    none)."""
+
+    def __init__(self, message: str, window: int | None, used: int | None):
+        super().__init__(message, refused=True)
+        self.window, self.used = window, used
+
+
 class _Retryable(Exception):
     """``tries``: at most this many attempts for this kind of failure (a server that is
     not answering gets one more chance, not three); ``final``: the message then."""
@@ -370,9 +380,9 @@ class ModelClient:
         message = _server_message(exc)
         from .context_window import overflow
 
-        too_big = overflow(status, message, getattr(exc, "body", None), shown)
+        too_big = overflow(status, message, getattr(exc, "body", None))
         if too_big is not None:  # learned from, compacted for and sent again by the turn
-            return too_big
+            return ContextOverflow(f"The model service refused the request ({shown}).", *too_big)
         if status == 400 and request.get("include") and re.search(r"include|encrypted", message, re.I):
             return _NoInclude(shown)
         if status in (404, 405, 501) and "model" not in message.lower():

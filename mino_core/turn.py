@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from . import confirm, context_window, schema
+from . import confirm, schema
 from .logs import get_logger
 from .model import ModelError
 from .output import reason_text
@@ -102,8 +102,8 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
             session.ui.waiting("the model")
             try:
                 # An overflow: the window is learned, older turns compacted, sent once more.
-                response = context_window.respond(session, request, lambda: current_request(session, front),
-                                                  deadline=started + budget - model_time)
+                response = compaction.respond(session, request, lambda: current_request(session, front),
+                                            deadline=started + budget - model_time)
             finally:
                 model_time += time.monotonic() - started
             compaction.record_usage(session, response.usage)

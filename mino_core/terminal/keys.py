@@ -16,9 +16,10 @@ import select
 import signal
 import threading
 
+from . import PASTE_OFF, PASTE_ON, _dumb  # the package's (loaded before any of its modules)
+
 ESC = b"\x1b"
 ALONE = 0.05  # an Esc followed by more bytes this soon is a key sequence (an arrow), not Esc
-PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"  # the terminal's bracketed paste mode
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 
@@ -26,8 +27,6 @@ def bracketed_paste(out=None) -> None:
     """Ask the terminal on ``out`` (stdout) to mark pastes; nothing on a pipe or a dumb
     terminal (whose transcript stays free of escape sequences)."""
     import sys
-
-    from . import _dumb
 
     out = out or sys.stdout
     try:
@@ -41,8 +40,6 @@ def bracketed_paste(out=None) -> None:
 def bracketed_paste_off(out=None) -> None:
     """The terminal as the shell expects it again (mino leaves; turns kept it on)."""
     import sys
-
-    from . import _dumb
 
     out = out or sys.stdout
     try:
