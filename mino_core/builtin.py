@@ -4,6 +4,7 @@
 process, a test's and the CLI's) never share a policy's parsed rules or a session's
 skills catalog. Block one like any plugin: ``MINO_DISABLE_PLUGINS=mino.skills``.
 ``mino.apis`` offers the model APIs ``responses`` and ``chat`` (``model_api.py``).
+``mino.instructions`` brings in the approved AGENTS.md / CLAUDE.md (``project_instructions.py``).
 """
 from __future__ import annotations
 
