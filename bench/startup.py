@@ -7,6 +7,9 @@ click"`` and to ``python -c "import openai"`` measured in the same run (these ma
 shared and noisy). ``mino -p hi`` answers from the scripted server on loopback (instant).
 "first character" is mino's own time from sending a turn to its first streamed character,
 in a fresh process whose ``openai`` import was prewarmed (as while the person types).
+"first character from exec" is the whole way on a pseudo-terminal: exec, ``You>``, the
+message typed at once (or after 1 s, as a person takes to type: then counted from Enter),
+the answer's first character on screen; CPU is the process's own up to that moment.
 Run: ``.venv/bin/python bench/startup.py [--runs N] [--json]``.
 """
 from __future__ import annotations
@@ -73,11 +76,69 @@ def to_prompt(env, name="prompt") -> float:
             except OSError:
                 break
     finally:
-        _, status, usage = os.wait4(pid, 0)
+        status, usage = _reap(pid)
         os.close(fd)
     whole = (usage.ru_utime + usage.ru_stime) * 1000
     CPU.setdefault(name, []).append(at_prompt if at_prompt is not None else whole)
     return elapsed
+
+
+def repl_first_char(env, name: str, typing: float = 0.0, mino: str = "") -> float:
+    """Milliseconds to the answer's first character on a pseudo-terminal: from exec, or,
+    with ``typing`` seconds of typing after ``You>``, from the Enter that sends it."""
+    start = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(mino or MINO, [mino or MINO], env)
+    seen = b""
+    cpu = None
+
+    def until(marker: bytes, after: int = 0) -> None:
+        nonlocal seen
+        while marker not in seen[after:]:
+            ready, _, _ = select.select([fd], [], [], 30)
+            if not ready:
+                raise RuntimeError(f"no {marker!r}: {seen[-300:]!r}")
+            seen += os.read(fd, 4096)
+
+    try:
+        until(b"You>")
+        time.sleep(typing)
+        sent = time.perf_counter()
+        os.write(fd, b"hi\r")
+        until(b"Hi.")
+        elapsed = (time.perf_counter() - (sent if typing else start)) * 1000
+        cpu = _proc_cpu(pid)
+        # Ctrl-D at the next prompt: sent while the turn still ends (a memory backend's
+        # end-of-turn work), the key watcher takes it as typed ahead and mino stays.
+        until(b"You>", seen.index(b"Hi."))
+        os.write(fd, b"\x04")
+        while select.select([fd], [], [], 5)[0]:
+            try:
+                if not os.read(fd, 4096):
+                    break
+            except OSError:
+                break
+    finally:
+        status, usage = _reap(pid)
+        os.close(fd)
+    CPU.setdefault(name, []).append(cpu if cpu is not None else (usage.ru_utime + usage.ru_stime) * 1000)
+    return elapsed
+
+
+def _reap(pid: int, wait: float = 10.0):
+    """(status, rusage) of the child; one still there after ``wait`` seconds (a key that
+    did not reach it, a failed case) is killed, so the run never hangs on it."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        got, status, usage = os.wait4(pid, os.WNOHANG)
+        if got:
+            return status, usage
+        time.sleep(0.05)
+    print(f"startup: killed mino (pid {pid}), still running {wait:g} s after its case", file=sys.stderr)
+    os.kill(pid, 9)
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage
 
 
 def _proc_cpu(pid: int):
@@ -123,6 +184,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--baseline", metavar="MINO",
+                        help="another mino executable (an older checkout) measured in the same run")
     parser.add_argument("--first-char-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_char_child:
@@ -131,12 +194,19 @@ def main() -> None:
     from mino_core.testing import ScriptedServer
 
     with tempfile.TemporaryDirectory() as home, ScriptedServer() as server:
-        server.add(*[{"text": "Hi."} for _ in range(args.runs + 2)])
+        server.add(*[{"text": "Hi."} for _ in range(6 * args.runs + 2)])
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MINO_", "OPENAI_"))}
-        env.update(MINO_HOME=home, MINO_BASE_URL="http://127.0.0.1:9/v1", TERM="dumb")
+        project = os.path.join(home, "project")
+        os.mkdir(project)
+        from mino_core.trust import remember
+
+        remember(home, project)  # answered once, as a person would have: no trust question
+        env.update(MINO_HOME=home, MINO_BASE_URL="http://127.0.0.1:9/v1", TERM="dumb",
+                   MINO_PROJECT=project)
         answered = dict(env, MINO_BASE_URL=server.base_url)
         # A real terminal answers prompt_toolkit's cursor-position query; a bare pty does not.
         terminal = dict(env, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
+        answered_tty = dict(answered, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
         cases = {
             "python -c pass": lambda: timed([sys.executable, "-c", "pass"], env),
             "python -c 'import click'": lambda: timed([sys.executable, "-c", "import click"], env),
@@ -146,7 +216,14 @@ def main() -> None:
             "first You> (terminal)": lambda: to_prompt(terminal, "terminal"),
             "mino -p hi": lambda: timed([MINO, "-p", "hi"], answered),
             "first character (own)": lambda: first_char(env),
+            "first char from exec": lambda: repl_first_char(answered_tty, "exec"),
+            "first char after 1 s typing": lambda: repl_first_char(answered_tty, "typed", 1.0),
         }
+        if args.baseline:
+            base = args.baseline
+            cases["baseline: mino -p hi"] = lambda: timed([base, "-p", "hi"], answered)
+            cases["baseline: first char from exec"] = lambda: repl_first_char(answered_tty, "b-exec", mino=base)
+            cases["baseline: after 1 s typing"] = lambda: repl_first_char(answered_tty, "b-typed", 1.0, base)
         to_prompt(env)  # warm the file cache and write the first-run files
         to_prompt(terminal, "terminal")
         CPU.clear()

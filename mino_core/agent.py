@@ -34,6 +34,7 @@ class Agent:
         check_folders(home, self.host.backends)
         self.client = client if client is not None else ModelClient(model_settings(self.config))
         self.client.use_apis(self.host.model_apis)
+        self.client.configure(self.config)  # the limits hold from the first request (/compact too)
         self.session: Session | None = None
 
     @property
@@ -73,7 +74,9 @@ class Agent:
         if not is_id(session_id) or not path.is_file():
             matches = [s for s in list_sessions(self.sessions_dir) if s.id.startswith(session_id)]
             if len(matches) != 1 or not session_id:
-                raise SessionNotFound(f"No session {session_id!r}; `mino sessions` lists them.")
+                from .invocation import command
+
+                raise SessionNotFound(f"No session {session_id!r}; `{command('sessions')}` lists them.")
             path = matches[0].path
         log, skipped = SessionLog.open(path)
         for message in skipped:

@@ -32,6 +32,9 @@ def _host():
 @click.group(cls=TopLevel, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mode", "mode", metavar="NAME", help="Permission mode: manual, accept-edits or bypass.")
+@click.option("-m", "--model", "model", metavar="NAME", expose_value=False, is_eager=True,
+              callback=lambda ctx, param, value: _use_model(value),
+              help="The model to use (instead of MINO_MODEL or model in config.yaml).")
 @click.option("--resume", "resume_id", metavar="ID", help="Continue the session with this id.")
 @click.option("-c", "--continue", "continue_", is_flag=True,
               help="Continue the newest session of this project.")
@@ -56,10 +59,28 @@ def cli(ctx: click.Context, mode, resume_id, continue_, switch, prompt, verbose)
     from . import headless
 
     if headless.wanted(prompt):
-        sys.exit(headless.main(ctx))
+        code = headless.main(ctx)
+        if _AS_COMMAND:  # the answer is out: leave as the REPL does, without the teardown
+            _leave(code)
+        sys.exit(code)
     if resume_id and continue_:
         _fail("Use --resume ID or --continue, not both.")
     sys.exit(_run(mode, resume_id, verbose, continue_, switch))
+
+
+def _command(args: str) -> str:
+    from .invocation import command
+
+    return command(args)
+
+
+def _use_model(name):
+    """``-m NAME``: wins over MINO_MODEL and config.yaml, for this run (and what it runs)."""
+    if name:
+        import os
+
+        os.environ["MINO_MODEL"] = name
+    return name
 
 
 def _terminal_ui(home: Path, holder: list):
@@ -103,6 +124,11 @@ def _run(mode, resume_id, verbose, continue_=False, switch=False) -> int:
 
         agent = start_agent(home_dir(), project_root(), ui, verbose, allow=allow(), banner=True)
         holder.append(agent)
+        from .trust import check_interactive
+
+        if sys.stdin.isatty() and not check_interactive(
+                agent.home, agent.project_root, ui, lambda question: _ask_yes(ui, question)):
+            return 2
         if not open_session(agent, normalise_mode(mode) if mode else None, resume_id, continue_, switch):
             return 2
     except (ConfigError, SessionNotFound) as exc:
@@ -125,7 +151,17 @@ def _run(mode, resume_id, verbose, continue_=False, switch=False) -> int:
     from .headless import first_message_reader
 
     code = repl(agent, first_message_reader(reader.read if reader is not None else input), keys)
+    if keys is not None:
+        from .terminal.keys import bracketed_paste_off
+
+        bracketed_paste_off()
     _leave(code)
+
+
+def _ask_yes(ui, question: str) -> bool:
+    from .repl import ask_yes
+
+    return ask_yes(ui, question)
 
 
 def _keep_interrupts() -> None:
@@ -209,7 +245,7 @@ def sessions(every):
     found = list_sessions(home_dir() / "sessions", None if every else project_root(), with_empty=False)
     if not found:
         echo("No sessions yet." if every else
-             "No sessions in this project yet (mino sessions --all lists every project).")
+             f"No sessions in this project yet ({_command('sessions --all')} lists every project).")
     import datetime
 
     for s in found:
@@ -238,7 +274,7 @@ def skills(ctx):
         echo(f"{entry['name']}  {status}  {entry['origin']}: {entry['path']}{hidden}")
     if any(status != "approved" for _, status in found):
         echo("\nA skill loads only as you approved it: mino asks at the next session's first "
-             "message, or approve one now with: mino skills approve NAME (project:NAME or "
+             f"message, or approve one now with: {_command('skills approve NAME')} (project:NAME or "
              "home:NAME where both folders have one)")
 
 
@@ -259,13 +295,13 @@ def skills_approve(names):
         lines = []
         for name, found in ambiguous.items():
             lines.append(f"Skill {name} is in both folders; nothing was approved. Say which file:")
-            lines += [f"  mino skills approve {e['origin']}:{name}   ({e['path']})" for e in found]
+            lines += [f"  {_command('skills approve ' + e['origin'] + ':' + name)}   ({e['path']})" for e in found]
         _fail("\n".join(lines))
     for entry in approved:
         echo(f"Approved {entry['name']}: {entry['origin']}: {entry['path']} as it is now "
              "(a later change is asked about again).")
     if unknown:
-        _fail(f"No skill named {', '.join(unknown)} here (mino skills lists them).")
+        _fail(f"No skill named {', '.join(unknown)} here ({_command('skills')} lists them).")
 
 
 @cli.command()
@@ -308,7 +344,19 @@ def memory():
     """Read and manage memories (commands come from the active memory backend)."""
 
 
+from .instructions_command import instructions_command  # noqa: E402 - defined there
+
+cli.add_command(instructions_command)
+from .doctor import doctor_command  # noqa: E402 - defined there
+
+cli.add_command(doctor_command)
+
+_AS_COMMAND = False  # set by main(): the process is mino itself (not a test's CliRunner)
+
+
 def main() -> None:
+    global _AS_COMMAND
+    _AS_COMMAND = True
     try:
         cli(standalone_mode=True)
     except KeyboardInterrupt:

@@ -14,7 +14,7 @@ starts at ``cut``, so a resumed session rebuilds the same request.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .logs import get_logger
 from .model import ModelError
@@ -45,7 +45,23 @@ def window(session) -> int:
                 return max(1024, int(source["context_window"]))
             except (TypeError, ValueError):
                 pass
-    return DEFAULT_WINDOW
+    from .context_window import learn, lookup
+
+    learned = session.log.latest("context_window")  # a server's refusal named it
+    if learned and session.client is not None and learned.get("via") == session.client.via:
+        try:
+            size = max(256, int(learned["tokens"]))
+        except (KeyError, TypeError, ValueError):
+            size = 0
+        if size:
+            learn(session.client, size)  # so a cut at the context's end is seen (mark_cut)
+            return size
+    # What the server says (context_window.py): asked once a session has history to fit
+    # (a first turn has nothing to compact, and a server that is not there is not waited for).
+    from .context_window import known
+
+    found = lookup(session.client) if session.turns > 1 else known(session.client)
+    return found or DEFAULT_WINDOW
 
 
 def threshold(session) -> float:
@@ -119,13 +135,13 @@ def _turn_starts(conversation: list[dict[str, Any]]) -> list[int]:
             if r.get("type") == "message" and r.get("role") == "user"]
 
 
-def plan_cut(session, in_turn: bool) -> tuple[int, int]:
+def plan_cut(session, in_turn: bool, keep_turns: int = KEEP_TURNS) -> tuple[int, int]:
     """(previous cut, new cut) in conversation records; new <= previous means nothing to do."""
     conversation = list(session.log.conversation())
     previous = session.log.latest("compaction")
     before = int(previous.get("cut", 0)) if previous else 0
     starts = _turn_starts(conversation)
-    keep = KEEP_TURNS + (1 if in_turn else 0)
+    keep = keep_turns + (1 if in_turn else 0)
     if len(starts) <= keep:
         return before, before
     return before, starts[-keep]
@@ -147,18 +163,33 @@ def _transcript(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def compact(session, *, in_turn: bool) -> str:
-    """Summarise older turns; returns a line for the person. Leaves history alone on failure."""
-    before, cut = plan_cut(session, in_turn)
+def compact(session, *, in_turn: bool, keep: int = KEEP_TURNS) -> str:
+    """Summarise older turns; returns a line for the person. Leaves history alone on failure,
+    and when the summary is no shorter than what it would replace. ``keep``: turns before
+    the one in progress kept whole (none after the server refused a request as too large)."""
+    before, cut = plan_cut(session, in_turn, keep)
     if cut <= before:
+        if keep == 0:
+            return "Nothing to compact: the turn in progress is the only one"
         return ("Nothing to compact: the turn in progress and the two turns before it are "
                 "always kept whole.")
     conversation = list(session.log.conversation())
-    older = conversation[before:cut]
+    refused = [(int(r.get("start", 0)), int(r.get("end", 0))) for r in session.log.records
+               if r.get("type") == "refused"]  # never sent again, so never summarised
+    older = [r for k, r in enumerate(conversation[before:cut], before)
+             if not any(start <= k < end for start, end in refused)]
+    if not older:
+        return "Nothing to compact: the older turns were refused by the server and are not sent"
     previous = session.summary()
     text = _transcript(older)
     if previous:
         text = f"Summary of the turns before these:\n{previous}\n\nThe turns to add:\n{text}"
+    # The summary request must fit the window too: the newest part of a long transcript.
+    room = max(256, int(window(session) * 0.6) - tokens(SUMMARY_INSTRUCTIONS)) * CHARS_PER_TOKEN
+    if len(text) > room:
+        text = "[... the oldest part left out ...]\n" + text[-room:]
+    replaced = _json_tokens([record_to_item(r) for r in older if record_to_item(r)]) + \
+        (tokens(previous) if previous else 0)
     request_input = [message_item("user", text)]
     try:
         summary = session.complete(SUMMARY_INSTRUCTIONS, request_input).strip()
@@ -167,6 +198,10 @@ def compact(session, *, in_turn: bool) -> str:
         return f"Compaction failed ({exc}); the history is unchanged."
     if not summary:
         return "Compaction failed (the summary came back empty); the history is unchanged."
+    if tokens(summary) >= replaced:
+        log.warning("compaction_not_shorter", summary=tokens(summary), replaced=replaced)
+        return (f"Compaction not kept: the summary ({tokens(summary):,} tokens) was not shorter "
+                f"than the {replaced:,} tokens it would replace; the history is unchanged.")
     turns = len(_turn_starts(older))
     session.log.append({"type": "compaction", "summary": summary, "cut": cut, "turns": turns})
     session.state.pop("usage_at", None)
@@ -186,5 +221,48 @@ def maybe_compact(session, info) -> None:
     """
     if estimate(session) <= threshold(session) * window(session):
         return
+    before, cut = plan_cut(session, True)
+    if cut <= before:  # nothing older to summarise yet: an overflow still compacts (keep=0)
+        log.info("compaction_nothing_to_do", estimate=estimate(session), window=window(session))
+        return
     session.ui.notice("(context is nearly full; compacting older turns)")
     session.ui.notice(compact(session, in_turn=True))
+
+
+def respond(session, request: dict[str, Any], rebuild: Callable[[], dict[str, Any]], deadline=None):
+    """``session.client.respond``, and on an overflow (the server's refusal, recognised by
+    ``context_window.overflow``): learn the window, compact older turns (all of them: the
+    window is smaller than was assumed) and send once more."""
+    from .context_window import learn
+    from .model import ContextOverflow
+
+    client = session.client
+    try:
+        return client.respond(request, session.ui, deadline=deadline)
+    except ContextOverflow as exc:
+        first = exc
+
+    if first.window:
+        learn(client, first.window)
+        # Kept with the session, so a resumed one (mino -p -c) compacts in time.
+        session.log.append({"type": "context_window", "tokens": first.window,
+                            "via": client.via})
+    size = f"{first.window:,} tokens" if first.window else "smaller than this request"
+    used = f" and the request {first.used:,}" if first.used else ""
+    said = compact(session, in_turn=True, keep=0)
+    if not said.startswith("Compacted"):
+        why = "there is nothing older to compact" if said.startswith("Nothing") else \
+            f"compacting did not help ({said[0].lower()}{said[1:].rstrip('.')})"
+        raise ModelError(f"{first} The server's context is {size}{used}; {why}. Send a shorter "
+                         "message, or give the server a larger context (llama.cpp: -c).",
+                         refused=True) from None
+    session.ui.notice(f"(The server's context is {size}{used}: {said[0].lower()}{said[1:].rstrip('.')}, "
+                      "and sent it again.)")
+    request = rebuild()
+    session.state["last_request"] = request
+    try:
+        return client.respond(request, session.ui, deadline=deadline)
+    except ContextOverflow as exc:
+        raise ModelError(f"{exc} It still does not fit the server's context ({size}) after "
+                         "compacting: send a shorter message, or give the server a larger "
+                         "context (llama.cpp: -c).", refused=True) from None

@@ -43,6 +43,14 @@ def ensure_home(home: Path) -> None:
     where = _where(home)
     for sub in ("", "sessions", "logs"):
         path = home / sub if sub else home
+        try:
+            path.stat()
+        except PermissionError:  # a folder on the way may not be entered (an unreadable home)
+            raise ConfigError(f"Cannot use {where} {home}: permission denied on the way to "
+                              f"{path}. Set MINO_HOME to a folder you own (export "
+                              "MINO_HOME=/path/to/folder).") from None
+        except OSError:
+            pass  # missing: made below
         if path.exists() and not path.is_dir():
             what = f"{where} {path}" if not sub else f"{path} (in {where})"
             raise ConfigError(f"{what} is a file, not a folder. Move it away"
@@ -132,9 +140,14 @@ def model_settings(config: dict[str, Any]) -> ModelSettings:
            or str(config.get("base_url") or ""))
     model = os.environ.get("MINO_MODEL") or str(config.get("model") or DEFAULT_MODEL)
     if not key and not url:
+        from .invocation import command
+
         raise ConfigError(
-            "No model service configured: set OPENAI_API_KEY (for OpenAI), or MINO_BASE_URL "
-            "for a compatible server (or api_key / base_url in config.yaml)."
+            "No model service configured. For OpenAI: export OPENAI_API_KEY=sk-...; for a "
+            "server on this machine (llama.cpp, Ollama, LM Studio, vLLM): export "
+            "MINO_BASE_URL=http://127.0.0.1:8080/v1 (its address); or set api_key / base_url "
+            f"in {home_dir() / 'config.yaml'}. Then run {command()} again ({command('doctor')} "
+            "checks the set-up)."
         )
     return ModelSettings(
         api_key=key or "not-needed",

@@ -41,7 +41,9 @@ def find(agent: Agent, session_id: str):
     matches = [s for s in every if s.id == wanted] or \
         [s for s in every if wanted and s.id.startswith(wanted)]
     if len(matches) != 1:
-        raise SessionNotFound(f"No session {session_id!r}; `mino sessions` lists them.")
+        from .invocation import command
+
+        raise SessionNotFound(f"No session {session_id!r}; `{command('sessions')}` lists them.")
     return matches[0]
 
 

@@ -46,6 +46,9 @@ class PromptGroup(click.Group):
     def resolve_command(self, ctx, args):
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from .did_you_mean import check
+
+            check(self, ctx, list(args))  # mino sesions, mino help: not a prompt
             ctx.meta[_WORDS] = list(args)
             return None, _NOTHING, []
         return super().resolve_command(ctx, args)
@@ -411,6 +414,11 @@ def run(text: str, *, fmt: str = "text", mode: str | None = None, resume_id: str
         _say(str(exc))
         return EXIT_USAGE
     ui.session = session
+    from .trust import not_a_project
+
+    if not_a_project(agent.project_root):  # -p never asks about trust; Bash is refused here
+        ui.notice(f"(mino is running in {not_a_project(agent.project_root)}, which is not a "
+                  "project: Bash is refused here.)")
     for message in agent.host.drain_errors():
         ui.notice(message)
     settings = agent.client.settings

@@ -76,7 +76,8 @@ def instructions(session: "Session") -> "str | None":
     Called once per session, when its instructions are first built (the first request, or
     ``/context``), after the base text and SOUL.md; the text is then fixed for the session.
     Return None or "" to contribute nothing. Sections are joined in plugin-name order,
-    separated by a blank line. The core's ``mino.skills`` adds the skills catalog here.
+    separated by a blank line. The core's ``mino.skills`` adds the skills catalog here,
+    ``mino.instructions`` the project's AGENTS.md / CLAUDE.md as the person approved them.
     Instructions are followed by the model: contribute only text the person approved.
 
     Example::

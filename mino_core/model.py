@@ -54,6 +54,16 @@ class ModelError(Exception):
         self.refused = refused
 
 
+class ContextOverflow(ModelError):
+    """The server refused the request as larger than its context (``context_window.py``
+    recognises the error). ``window`` and ``used``: the sizes it named (None where it named
+    none)."""
+
+    def __init__(self, message: str, window: int | None, used: int | None):
+        super().__init__(message, refused=True)
+        self.window, self.used = window, used
+
+
 class _Retryable(Exception):
     """``tries``: at most this many attempts for this kind of failure (a server that is
     not answering gets one more chance, not three); ``final``: the message then."""
@@ -258,8 +268,11 @@ class ModelClient:
 
         httpx = _transport()
         client = self._get()
+        from .repetition import Watch
+
+        watch = Watch(ui)  # the answer's text on its way to ui, to stop one that loops
         adapter = self.adapter
-        reader, path, body = adapter.reader(ui), adapter.path, dict(adapter.body(request), stream=True)
+        reader, path, body = adapter.reader(watch), adapter.path, dict(adapter.body(request), stream=True)
 
         def open_stream():
             # The client's generic POST with its raw-stream header: the body goes as built and
@@ -293,6 +306,10 @@ class ModelClient:
                             break
                         if deadline is not None and time.monotonic() > deadline:
                             ended = "turn_budget"
+                            break
+                        if watch.stopped:
+                            ended = "repetition"
+                            log.warning("answer_repeating", unit=watch.stopped)
                             break
                     else:
                         ended = "eof"
@@ -333,11 +350,13 @@ class ModelClient:
             # llama.cpp's server says "completed" for an answer stopped at the cap.
             log.warning("response_at_output_cap", output_tokens=used, max_output_tokens=cap)
             response.status, response.reason = "incomplete", "max_output_tokens"
-        return response
+        from .context_window import mark_cut
+
+        return mark_cut(self, request, response)
 
     def _finish(self, reader, ended: str) -> Response:
-        if ended == "turn_budget":
-            response = reader.response(status="incomplete", reason="turn_budget")
+        if ended in ("turn_budget", "repetition"):
+            response = reader.response(status="incomplete", reason=ended)
         elif reader.final is not None:
             response = reader.response()
         elif ended == "done":
@@ -359,6 +378,11 @@ class ModelClient:
         status = exc.status_code
         shown = _shown(exc)
         message = _server_message(exc)
+        from .context_window import overflow
+
+        too_big = overflow(status, message, getattr(exc, "body", None))
+        if too_big is not None:  # learned from, compacted for and sent again by the turn
+            return ContextOverflow(f"The model service refused the request ({shown}).", *too_big)
         if status == 400 and request.get("include") and re.search(r"include|encrypted", message, re.I):
             return _NoInclude(shown)
         if status in (404, 405, 501) and "model" not in message.lower():

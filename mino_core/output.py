@@ -21,6 +21,9 @@ REASONS = {
     "turn_budget": "the turn's time budget ran out",
     "stream_ended": "the connection closed before the response completed",
     "interrupted": "the user interrupted it (Esc or Ctrl-C)",
+    "repetition": "it was repeating itself, so mino stopped it",
+    "context_window": "the server's context window was full",
+    "server_limit": "the server stopped it at its own output limit",
 }
 
 

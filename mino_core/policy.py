@@ -76,6 +76,11 @@ class DefaultPolicy:
                 rule = rule or rules.first_deny_same_file(call.name, path, session.project_root)
         if rule is not None:
             return Decision.deny(f"the deny rule {rule} in config.yaml")
+        from .trust import refusal
+
+        refused = refusal(call, tool, session)  # Bash with the project at / or the home folder
+        if refused:
+            return Decision.deny(refused)
         if mode == "bypass":
             return Decision.allow("bypass mode", show=True)
         why = next((w for w in (protected(t, session) for t in targets or ()) if w), None)

@@ -19,13 +19,14 @@ Commands:
   /compact        summarise older turns now
   /context        show how the context window is used
   /mode [NAME]    show or set the permission mode (manual, accept-edits, bypass)
+  /model [NAME]   show the model (and the server's list) or switch to another
   /help           this list
   /exit           leave (Ctrl-D works too)
 Keys: Enter sends; Alt-Enter, Ctrl-J or a trailing \\ start a new line (a paste is one
 message). Esc or Ctrl-C stops a turn, also at a question. Ctrl-C clears the line; twice
 on an empty line leaves. Tab completes commands and /resume ids."""
 
-COMMANDS = ("/new", "/resume", "/compact", "/context", "/mode", "/help", "/exit", "/quit")
+COMMANDS = ("/new", "/resume", "/compact", "/context", "/mode", "/model", "/help", "/exit", "/quit")
 
 
 def announce(agent: Agent) -> None:
@@ -49,15 +50,13 @@ def project_sessions(agent: Agent) -> list[tuple[str, str]]:
 
 def _typed_ahead(keys, read, prompt: str):
     """The next line, taking what was typed during the last turn first."""
-    typed = keys.take() if keys is not None else ""
+    # One message, whatever it holds (a paste's lines, several Enters): never one per line.
+    typed, entered = keys.take_message() if keys is not None else ("", False)
     if not typed:
         return read(prompt)
-    if "\n" in typed:
-        line, _, rest = typed.partition("\n")
-        print(prompt + line, flush=True)
-        if rest:
-            keys._typed += rest.encode()
-        return line
+    if entered:
+        print(prompt + typed, flush=True)
+        return typed
     if getattr(getattr(read, "__self__", None), "prefill", False):
         return read(prompt, default=typed)  # prompt_toolkit: editable, as if typed there
     print(prompt + typed, end="", flush=True)
@@ -113,7 +112,9 @@ def repl(agent: Agent, read=_read, keys=None) -> int:
 def leave(agent: Agent) -> int:
     end_session(agent.session)
     if agent.session is not None and agent.session.turns:
-        agent.ui.line(f"Resume with: mino --resume {agent.session.id}")
+        from .invocation import command  # as started: .venv/bin/mino is not on PATH
+
+        agent.ui.line(f"Resume with: {command('--resume ' + agent.session.id)}")
     return 0
 
 
@@ -143,7 +144,9 @@ def _asking(agent: Agent, switch: bool) -> driver.MoveProject:
             ui.notice(f"Not resumed: {folder} is not a folder any more.")
             return False
         if not switch and not ask_yes(ui, f"Resume it with the tools working in {folder}? [y/N]"):
-            ui.line(f"Not resumed. Run mino --resume {found.id} there, or add --project to "
+            from .invocation import command
+
+            ui.line(f"Not resumed. Run {command('--resume ' + found.id)} there, or add --project to "
                     "start there from here.")
             return False
         ui.line(f"Project: {Path(folder).resolve()}")
@@ -202,7 +205,9 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
             sessions = [s for s in list_sessions(agent.sessions_dir, agent.project_root, with_empty=False)
                         if s.id != agent.session.id][:20]
             if not sessions:
-                ui.line("No other sessions in this project (mino sessions --all lists every project).")
+                from .invocation import command
+
+                ui.line(f"No other sessions in this project ({command('sessions --all')} lists every project).")
                 return None
             for number, s in enumerate(sessions, 1):
                 ui.line(f"  {number:2}. {s.id}  {_when(s.modified)}  {s.turns} turn(s)  {_title(s.title)}")
@@ -229,6 +234,10 @@ def handle_command(agent: Agent, text: str, read=_read) -> str | None:
             ui.line(f"Permission mode: {agent.session.mode}.")
         elif normalise_mode(arg) is None:
             ui.notice(f"Unknown mode {arg!r}. Modes: {', '.join(MODES)}.")
+    elif name == "/model":
+        from .model_command import model_command
+
+        model_command(agent, arg)
     elif name == "/compact":
         from .compaction import compact_command
 

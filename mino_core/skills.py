@@ -240,9 +240,15 @@ def trusted(session, catalog: list[dict[str, str]]) -> list[dict[str, str]]:
         names = ", ".join(f"{e['name']} ({e['path']})" for e in skipped)
         session.notice(f"Skills not loaded (new or changed since you last approved them): {names}. "
                        "Start mino in a terminal (not -p) to review them at the first message, "
-                       "or approve one with: mino skills approve NAME; delete a skill's folder "
+                       f"or approve one with: {_command('skills approve NAME')}; delete a skill's folder "
                        "to stop the question.")
     return kept
+
+
+def _command(args: str) -> str:
+    from .invocation import command
+
+    return command(args)
 
 
 def session_catalog(session) -> list[dict[str, str]]:

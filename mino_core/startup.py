@@ -99,4 +99,12 @@ def start_agent(home: Path, project_root: Path, ui, verbose: bool = False, *, al
 def banner_line(agent) -> str:
     settings = agent.client.settings
     server = urlsplit(settings.base_url).netloc or settings.base_url
-    return f"mino: model {settings.model} at {server}, project {agent.project_root}"
+    return f"mino {_version()}: model {settings.model} at {server}, project {agent.project_root}"
+
+
+def _version() -> str:
+    # entry_points.py reads the dist-info as plugin loading does: importing
+    # importlib.metadata for the banner cost 35-40 ms before the first prompt.
+    from .entry_points import version
+
+    return version("mino-core") or "(version unknown)"

@@ -101,7 +101,9 @@ def run_turn(session: Session, user_text: str) -> TurnRecord:
             started = time.monotonic()
             session.ui.waiting("the model")
             try:
-                response = session.client.respond(request, session.ui, deadline=started + budget - model_time)
+                # An overflow: the window is learned, older turns compacted, sent once more.
+                response = compaction.respond(session, request, lambda: current_request(session, front),
+                                            deadline=started + budget - model_time)
             finally:
                 model_time += time.monotonic() - started
             compaction.record_usage(session, response.usage)

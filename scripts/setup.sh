@@ -114,3 +114,12 @@ else
   say "To run it as plain 'mino' from anywhere: bash scripts/setup.sh --link (a link in $local_bin),"
   say "or add  export PATH=\"$root/.venv/bin:\$PATH\"  to your shell's profile."
 fi
+# Before the first run: a model. Said only when none is configured yet.
+home=${MINO_HOME:-$HOME/.mino}
+if [ -z "${OPENAI_API_KEY:-}${MINO_BASE_URL:-}${OPENAI_BASE_URL:-}" ] && \
+   ! grep -qsE '^(api_key|base_url):' "$home/config.yaml"; then
+  say "Before the first run, give mino a model:"
+  say "  export OPENAI_API_KEY=sk-...                      (OpenAI), or a server on this machine:"
+  say "  export MINO_BASE_URL=http://127.0.0.1:8080/v1     (llama.cpp; Ollama: :11434/v1; LM Studio: :1234/v1)"
+  say "then run: .venv/bin/mino   (.venv/bin/mino doctor checks the set-up)"
+fi

@@ -18,6 +18,15 @@ unset OPENAI_API_KEY OPENAI_BASE_URL MINO_BASE_URL MINO_MODEL MINO_HOME MINO_PLU
 failed=()
 step "the eval cases: mino eval evals"
 .venv/bin/mino eval evals </dev/null || failed+=("the eval cases")
+# Against a real model (SmolLM2-135M on llama.cpp's llama-server) where both are here: the
+# server binary (LLAMA_SERVER, ../shared/tools) and the model already fetched (nothing is
+# downloaded in CI); otherwise skipped, saying which is missing.
+if why=$(bash scripts/live-local.sh --check --no-download </dev/null); then
+  step "the live check: bash scripts/live-local.sh --no-evals --no-download ($why)"
+  bash scripts/live-local.sh --no-evals --no-download </dev/null || failed+=("the live check")
+else
+  step "the live check: skipped: $why"
+fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/mino-pytest.XXXXXX")
 trap 'rm -f "$log"' EXIT

@@ -42,7 +42,7 @@ def test_prompt_toolkit_and_rich_load_only_where_used():
 def test_missing_settings_are_one_line_not_a_traceback(tmp_path):
     result = run([], tmp_path / "home")
     assert result.returncode == 2
-    assert "set OPENAI_API_KEY" in result.stderr and "MINO_BASE_URL" in result.stderr
+    assert "export OPENAI_API_KEY=" in result.stderr and "MINO_BASE_URL" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
@@ -187,3 +187,17 @@ def test_eval_reports_failures_with_reasons_and_exit_code(tmp_path):
     assert "wrong   FAIL  scripted server: request 1 does not contain required text 'absent text'" in result.stdout
     assert "broken  FAIL  cannot read case" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_no_model_service_says_how_to_give_one_with_the_command_as_started(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    relative = os.path.relpath(MINO, root)  # .venv/bin/mino, as after set-up
+    env = isolated_env(tmp_path / "home")
+    env["PATH"] = "/usr/bin:/bin"  # mino is not on PATH
+    result = subprocess.run([relative, "-p", "hi"], cwd=root, env=env, capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert "export OPENAI_API_KEY=sk-..." in result.stderr and "MINO_BASE_URL=http://127.0.0.1:8080/v1" \
+        in result.stderr
+    assert f"Then run {relative} again ({relative} doctor checks the set-up)." in result.stderr
+    assert "Traceback" not in result.stderr

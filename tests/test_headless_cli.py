@@ -237,3 +237,11 @@ def test_stream_json_starts_with_start_even_after_a_config_warning(mino, scripte
     assert [e["type"] for e in events][:2] == ["start", "notice"]
     assert "did you mean mode?" in events[1]["text"] and "did you mean mode?" in result.stderr
     assert events[-1]["notices"] == [events[1]["text"]]
+
+
+def test_model_flag_wins_over_the_environment(mino, scripted_server):
+    scripted_server.add({"text": "ok"})
+    result = mino("-m", "flag-model", "-p", "hi", "--output-format", "json", MINO_MODEL="env-model")
+    assert result.returncode == 0, result.stderr
+    assert scripted_server.requests[-1]["model"] == "flag-model"
+    assert json.loads(result.stdout)["model"] == "flag-model"

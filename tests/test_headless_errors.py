@@ -1,6 +1,8 @@
 """Errors that name the problem, fast: ``mino -p`` against a port with nothing on it and
 against servers without the Responses API (404, 501), as a real process on loopback.
-Each ends with its documented message in under 2 s of mino's own time."""
+Each ends with its documented message, tried the documented number of times. How fast is
+bench/startup.py's business: the bound here only says it did not hang or wait out a
+retry schedule, with a margin that holds on a loaded machine (about 10x its usual time)."""
 from __future__ import annotations
 
 import os
@@ -19,7 +21,9 @@ from mino_core.testing.harness import isolated_env
 
 _BESIDE = os.path.join(os.path.dirname(sys.executable), "mino")
 MINO = _BESIDE if os.path.exists(_BESIDE) else shutil.which("mino")
-LIMIT = 2.0  # seconds, the whole process: start-up, the failed request, the message
+# Seconds, the whole process: about 0.5-1 s idle and 3-6 s at a load of 9-14, so 20 s is
+# about 10x the idle time and still far below a retry schedule or a 120 s timeout.
+LIMIT = 20.0
 
 
 def run(tmp_path, base_url, *args, **env):

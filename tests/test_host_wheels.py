@@ -108,7 +108,8 @@ def test_pip_install_of_the_wheels_swaps_the_backend_as_promised(wheels, tmp_pat
     assert where.stdout.startswith(str(env_dir)), "mino_core came from the checkout, not the wheel"
     data, plugins = listing()
     assert data["memory_backend"] == "graph" and data["errors"] == []
-    assert set(plugins) == {"mino.apis", "mino.policy", "mino.skills", "mino-memory-graph"}
+    assert set(plugins) == {"mino.apis", "mino.policy", "mino.skills", "mino.instructions",
+                            "mino-memory-graph"}
     assert plugins["mino-memory-graph"]["status"] == "loaded"
     assert "search" in mino("memory", "--help")
 

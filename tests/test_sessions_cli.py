@@ -86,7 +86,7 @@ def test_continue_resumes_the_newest_session_here_with_a_recap(tmp_path, scripte
     assert "Last 2 exchanges:" in out and "  You: first plan" in out
     assert "  Assistant: answer 1: xxx" in out and "..." in out  # clipped
     assert max(len(line) for line in out.splitlines()) < 240
-    assert "Carrying on." in out and f"Resume with: mino --resume {'a' * 32}" in out
+    assert "Carrying on." in out and f"Resume with: {MINO} --resume {'a' * 32}" in out  # as it was started
     assert scripted_server.failures == []
 
 

@@ -116,6 +116,14 @@ class Screen:
     def type(self, keys: str):
         os.write(self.fd, keys.encode())
 
+    def paste(self, text: str):
+        """Paste as a terminal does (tmux paste-buffer -p): between the bracketed paste
+        markers when mino has turned that mode on, else as raw keys, each line ending in
+        Enter. The mode is the last one mino wrote so far."""
+        on, off = self.raw.rfind(b"\x1b[?2004h"), self.raw.rfind(b"\x1b[?2004l")
+        keys = text.replace("\n", "\r")
+        os.write(self.fd, (PASTE_START + keys + PASTE_END if on > off else keys).encode())
+
     def close(self, timeout=20.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -395,7 +403,7 @@ def test_ctrl_c_clears_the_line_twice_on_an_empty_line_leaves(tmp_path, scripted
     term.type(CTRL_C)
     term.expect("Ctrl-C again to leave")
     term.type(CTRL_C)
-    term.expect("Resume with: mino --resume ")
+    term.expect(f"Resume with: {MINO} --resume ")  # the command as started: runnable
     assert term.close() == 0
     assert _user_messages(scripted_server.requests[0]) == ["sent"]
 
@@ -471,3 +479,158 @@ def test_a_line_typed_during_a_turn_is_the_next_message(tmp_path, scripted_serve
     term.expect("Second.")
     _leave(term)
     assert [_user_messages(r)[-1] for r in scripted_server.requests] == ["one", "typed ahead"]
+
+
+def test_after_resume_compact_honours_the_limits_and_keeps_only_a_shorter_summary(tmp_path, scripted_server):
+    env, home, _ = _env(tmp_path, scripted_server)
+    answer = " ".join(f"word{i}" for i in range(200))
+    for n in (1, 2, 3):
+        scripted_server.add({"text": f"answer {n}: {answer}"})
+        done = subprocess.run([MINO, *(["-c"] if n > 1 else []), "-p", f"question {n}"], env=env,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+    (home / "config.yaml").write_text("max_output_tokens: 64\n")
+    [path] = list((home / "sessions").glob("*.jsonl"))
+    term = Screen(["--resume", path.stem], env)
+    term.expect("You>")
+    # A small model's "summary" longer than what it replaces.
+    scripted_server.add({"text": "summary " + " ".join(f"detail{i}" for i in range(2000))})
+    term.type("/compact" + ENTER)
+    term.expect("Compaction not kept")
+    assert scripted_server.requests[-1]["max_output_tokens"] == 64  # config, after --resume
+    scripted_server.add({"text": "They asked question 1."})
+    term.prompt()
+    term.type("/compact" + ENTER)
+    term.expect("Compacted 1 turn(s)")
+    assert scripted_server.requests[-1]["max_output_tokens"] == 64
+    _leave(term)
+    kept = [r for r in _log(home) if r.get("type") == "compaction"]
+    assert len(kept) == 1 and kept[0]["summary"] == "They asked question 1."
+
+
+def test_a_paste_the_moment_the_first_prompt_shows_is_one_message(tmp_path, scripted_server):
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "Got the paste."})
+    term = Screen([], env)
+    term.expect("You>")
+    block = "\n".join(f"trace line {i:02}" for i in range(30))
+    term.paste(block)  # at once: prompt_toolkit is still loading
+    term.shows("trace line 29")
+    term.settle()
+    before = term.shown()
+    assert scripted_server.requests == []  # the paste alone sends nothing
+    term.type(ENTER)
+    term.expect("Got the paste.")
+    term.settle()
+    after = term.shown()
+    _leave(term)
+    assert len(scripted_server.requests) == 1
+    assert _user_messages(scripted_server.requests[0]) == [block]
+    (tmp_path / "screen-paste-first.txt").write_text(before + "\n=====\n" + after)
+
+
+def test_a_paste_during_a_turn_is_one_message_at_the_next_prompt(tmp_path, scripted_server):
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "a slow first answer " * 6, "delay": 0.05}, {"text": "Second."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("one" + ENTER)
+    term.expect("slow first")
+    block = "\n".join(f"pasted line {i:02}" for i in range(40)) + "\n"
+    term.paste(block)
+    term.shows("You> pasted line 00")  # the next prompt holds the whole paste
+    term.shows("pasted line 39")
+    term.settle()
+    before = term.shown()
+    assert len(scripted_server.requests) == 1  # waits at the prompt, editable
+    term.type(ENTER)
+    term.expect("Second.")
+    term.settle()
+    after = term.shown()
+    _leave(term)
+    assert len(scripted_server.requests) == 2
+    assert _user_messages(scripted_server.requests[1])[-1] == block  # as pasted
+    (tmp_path / "screen-paste-turn.txt").write_text(before + "\n=====\n" + after)
+
+
+def test_lines_typed_during_a_turn_are_one_message(tmp_path, scripted_server):
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "a slow first answer " * 6, "delay": 0.05},
+                        {"text": "Both lines at once."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("one" + ENTER)
+    term.expect("slow first")
+    term.type("first line" + ENTER + "second line" + ENTER)
+    term.expect("Both lines at once.")
+    _leave(term)
+    assert len(scripted_server.requests) == 2
+    assert _user_messages(scripted_server.requests[1])[-1] == "first line\nsecond line"
+
+
+def test_a_first_start_in_a_folder_asks_for_trust_and_remembers_a_yes(tmp_path, scripted_server):
+    env, home, project = _env(tmp_path, scripted_server)
+    (home / "trusted-folders.json").unlink()  # as on a first start: nothing trusted yet
+    term = Screen([], env)
+    term.expect("Do you trust the files in this folder?")
+    term.type("n" + ENTER)
+    assert term.close() == 2
+    assert "Not trusted, so mino leaves" in term.shown()
+    assert not (home / "trusted-folders.json").exists()
+    term = Screen([], env)
+    term.expect("Do you trust the files in this folder?")  # asked again
+    term.type("y" + ENTER)
+    term.expect("You>")
+    term.type(CTRL_D)
+    assert term.close() == 0
+    stored = home / "trusted-folders.json"
+    assert stat_mode(stored) == 0o600 and str(project) in json.loads(stored.read_text())["folders"]
+    term = Screen([], env)
+    term.expect("You>")
+    assert "Do you trust" not in term.text  # remembered
+    term.type(CTRL_D)
+    assert term.close() == 0
+
+
+def stat_mode(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_a_new_agents_md_is_asked_about_at_the_first_message(tmp_path, scripted_server):
+    env, home, project = _env(tmp_path, scripted_server, plugins="mino.policy,mino.skills,mino.instructions")
+    (project / "AGENTS.md").write_text("HOUSE-RULE: answer in French.\n")
+    scripted_server.add({"require": "HOUSE-RULE", "text": "Bonjour."})
+    term = Screen([], env)
+    term.expect("You>")
+    term.type("hello" + ENTER)
+    term.expect("HOUSE-RULE")  # the file's first lines, in the question
+    term.expect("[y/N]")
+    term.type("y" + ENTER)
+    term.expect("Bonjour.")
+    _leave(term)
+    assert str(project / "AGENTS.md") in (home / "instructions-seen.json").read_text()
+
+
+def test_model_flag_banner_and_the_model_command(tmp_path, scripted_server):
+    from importlib.metadata import version
+
+    env, _, _ = _env(tmp_path, scripted_server)
+    scripted_server.add({"text": "from small"}, {"text": "from other"})
+    term = Screen(["-m", "small-model"], env)
+    term.expect("You>")
+    host = scripted_server.base_url.split("//")[1].split("/")[0]
+    assert f"mino {version('mino-core')}: model small-model at {host}, project" in term.shown()
+    term.type("one" + ENTER)
+    term.expect("from small")
+    term.prompt()
+    term.type("/model" + ENTER)
+    term.expect("The server offers: scripted.")
+    assert f"Model: small-model at {scripted_server.base_url}" in term.shown()
+    term.prompt()
+    term.type("/model other-model" + ENTER)
+    term.expect("Model: other-model from the next message on (the server does not list it")
+    term.prompt()
+    term.type("two" + ENTER)
+    term.expect("from other")
+    _leave(term)
+    assert [r["model"] for r in scripted_server.requests] == ["small-model", "other-model"]

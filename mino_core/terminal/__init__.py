@@ -11,6 +11,8 @@ import os
 import sys
 from typing import TextIO
 
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"  # the terminal's bracketed paste mode
+
 
 def _tty(stream) -> bool:
     try:
@@ -82,7 +84,9 @@ class Reader:
                 shown = prompt.lstrip("\n")
                 if self._styled:
                     shown = f"\x1b[1;32m{shown.rstrip()}\x1b[0m" + shown[len(shown.rstrip()):]
-                self._out.write("\n" * lead + shown)
+                # Bracketed paste from the first prompt on (prompt_toolkit turns it on only
+                # once loaded): a paste before then is still one message.
+                self._out.write(PASTE_ON + "\n" * lead + shown)
                 self._out.flush()
                 self._load()
                 self._out.write("\r\x1b[2K")  # prompt_toolkit draws the line again, with any keys

@@ -19,8 +19,8 @@ import sys
 from .harness import Harness, approver, isolated_env
 from .server import ScriptedServer, request_text
 
-__all__ = ["Harness", "ScriptedServer", "approver", "isolated_env", "mino_command", "plugin_host",
-           "request_text"]
+__all__ = ["Harness", "ScriptedServer", "approver", "closed_to_others", "isolated_env", "mino_command",
+           "plugin_host", "request_text"]
 
 
 def plugin_host(plugins: dict, context):
@@ -32,6 +32,24 @@ def plugin_host(plugins: dict, context):
     for name, plugin in plugins.items():
         host.register(name, plugin, distribution="(test)")
     return host.finish()
+
+
+def closed_to_others(*paths) -> str | None:
+    """The first of ``paths`` (or a folder above it) that another user (``nobody``) cannot
+    reach: a folder without o+x, a file without o+r. None when all are open. A test that
+    runs as ``nobody`` from this checkout skips with it (a clone inside ``mktemp -d``)."""
+    import stat
+    from pathlib import Path
+
+    for raw in paths:
+        path = Path(os.path.abspath(raw))  # as named: a link to a closed folder may still run
+        for folder in reversed(path.parents):
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                return str(folder)
+        mode = os.stat(path).st_mode
+        if not mode & (stat.S_IXOTH if path.is_dir() else stat.S_IROTH):
+            return str(path)
+    return None
 
 
 def mino_command() -> list[str]:

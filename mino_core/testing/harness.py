@@ -75,8 +75,20 @@ class Harness:
         return self.ui.notices
 
 
-def isolated_env(home: Path) -> dict[str, str]:
-    """Environment for a subprocess mino that must not see the real home or keys."""
+def isolated_env(home: Path, trust_folder: bool = True) -> dict[str, str]:
+    """Environment for a subprocess mino that must not see the real home or keys.
+
+    ``trust_folder``: the folder holding the home (a test's temporary folder, where its
+    project lives too) is recorded as trusted in that home, as a person who answered the
+    first start's trust question would have it (see ``mino_core.trust``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MINO_", "OPENAI_"))}
     env["MINO_HOME"] = str(home)
+    from ..trust import not_a_project, remember
+
+    if trust_folder and not not_a_project(Path(home).parent):
+        try:
+            Path(home).mkdir(parents=True, exist_ok=True, mode=0o700)
+            remember(Path(home), Path(home).parent)
+        except OSError:  # a test's home that is a file, or unwritable, on purpose
+            pass
     return env

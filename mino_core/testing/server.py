@@ -32,6 +32,15 @@ reasoning as ``delta.reasoning_content``, ``incomplete`` as ``finish_reason: len
 then a usage chunk and ``data: [DONE]``. Like a strict chat template it refuses roles that
 do not alternate ("Conversation roles must alternate user/assistant/user/assistant/...").
 
+``ScriptedServer(n_ctx=N)`` plays llama.cpp's ``llama-server -c N``: ``GET /props``
+answers ``default_generation_settings.n_ctx`` and ``GET /v1/models`` the model with
+``meta.n_ctx`` (``publish=()`` hides both, ``("props",)`` keeps only /props); a request of
+more than N tokens (a token here is a word of the request's text, as ``usage`` counts
+them) is refused with llama.cpp's own HTTP 400 (``exceed_context_size_error``, "request
+(T tokens) exceeds the available context size (N tokens), try increasing it") without
+taking an answer; an answer that would run past the context's end is cut there, and, as
+llama.cpp's Responses API does, still called ``completed`` (chat says ``length``).
+
 Every request body is recorded in ``requests`` (parsed JSON), in order. The server also
 answers ``POST /v1/embeddings`` with deterministic vectors, for the graph backend's
 opt-in embedder. It streams server-sent events exactly in the order and shape the real
@@ -65,9 +74,14 @@ def request_text(body: Any) -> str:
 
 class ScriptedServer:
     def __init__(self, script: list[dict[str, Any]] | None = None, host: str = "127.0.0.1",
-                 responses: bool = True):
+                 responses: bool = True, n_ctx: int | None = None,
+                 publish: tuple[str, ...] = ("props", "models"), port: int = 0):
         self.script: list[dict[str, Any]] = list(script or [])
         self.responses = responses
+        self.n_ctx, self.publish = n_ctx, tuple(publish)
+        # Requests refused as larger than n_ctx: (tokens, n_ctx).
+        self.overflows: list[tuple[int, int]] = []
+        self.gets: list[str] = []
         # Paths of every POST, in order (which API each request used).
         self.paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
@@ -80,7 +94,7 @@ class ScriptedServer:
         self._pending_fail: dict[int, int] = {}
         self._pending_drop: dict[int, int] = {}
         self._counter = 0
-        server = ThreadingHTTPServer((host, 0), _Handler)
+        server = ThreadingHTTPServer((host, port), _Handler)
         server.daemon_threads = True
         server.scripted = self  # type: ignore[attr-defined]
         self._server = server
@@ -123,6 +137,10 @@ class ScriptedServer:
         """("answer", entry) | ("error", (status, message, retry_after)) | ("drop", entry)."""
         with self._lock:
             self.requests.append(body)
+            used = len(request_text(body).split())
+            if self.n_ctx and used > self.n_ctx:
+                self.overflows.append((used, self.n_ctx))
+                return "overflow", (used, self.n_ctx)
             if not self.script:
                 message = f"scripted server: no answer left for request {len(self.requests)}"
                 self.failures.append(message)
@@ -165,6 +183,11 @@ class ScriptedServer:
                     return "error", (400, message, None)
             self.script.pop(0)
             self._counter += 1
+            text = entry.get("text")
+            if self.n_ctx and isinstance(text, str) and used + len(text.split()) > self.n_ctx:
+                # Generation stops where the context ends.
+                entry = dict(entry, text=" ".join(text.split()[:max(0, self.n_ctx - used)]),
+                             _context_end=True)
             return "answer", entry
 
     def build_response(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +307,8 @@ def _chat_chunks(entry: dict[str, Any], body: dict[str, Any], n: int):
                                      "function": {"name": call["name"], "arguments": ""}}]})
         for piece in _chunks(args):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-    finish = "length" if entry.get("incomplete") else ("tool_calls" if entry.get("calls") else "stop")
+    finish = "length" if entry.get("incomplete") or entry.get("_context_end") else \
+        ("tool_calls" if entry.get("calls") else "stop")
     yield chunk(finish=finish)
     if (body.get("stream_options") or {}).get("include_usage"):
         words = len(request_text(body).split())
@@ -407,6 +431,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.path.rstrip("/")
+        scripted = self.scripted
+        scripted.gets.append(path)
+        if path == "/health":
+            return self._json(200, {"status": "ok"})
+        if path == "/props" and scripted.n_ctx and "props" in scripted.publish:
+            return self._json(200, {"default_generation_settings": {"n_ctx": scripted.n_ctx, "params": {
+                "n_predict": -1}}, "total_slots": 1, "model_alias": "scripted",
+                "model_path": "scripted.gguf", "build_info": "scripted"})
+        if path.endswith("/v1/models"):
+            model: dict[str, Any] = {"id": "scripted", "object": "model", "owned_by": "scripted",
+                                     "created": 0}
+            if scripted.n_ctx and "models" in scripted.publish:
+                model["meta"] = {"n_ctx": scripted.n_ctx, "n_ctx_train": 8192, "n_vocab": 49152}
+            return self._json(200, {"object": "list", "data": [model]})
+        return self._json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -430,6 +472,12 @@ class _Handler(BaseHTTPRequestHandler):
                                                   f"{problem}")
                 return self._json(400, {"error": {"message": problem, "type": "invalid_request_error"}})
         kind, value = self.scripted._next(body, chat=chat)
+        if kind == "overflow":  # llama.cpp's body, word for word
+            used, n_ctx = value
+            return self._json(400, {"error": {
+                "code": 400, "message": f"request ({used} tokens) exceeds the available context size "
+                                        f"({n_ctx} tokens), try increasing it",
+                "type": "exceed_context_size_error", "n_prompt_tokens": used, "n_ctx": n_ctx}})
         if kind == "error":
             status, message, retry_after = value
             headers = {"retry-after": str(retry_after)} if retry_after is not None else {}

@@ -31,6 +31,12 @@ def tree(bwrap):
         pytest.skip("already an ordinary user: test_sandbox_security.py covers this case")
     if SETPRIV is None:
         pytest.skip("setpriv is not installed, so the test cannot become nobody")
+    from mino_core.testing import closed_to_others
+
+    closed = closed_to_others(HERE / "nobody_attacks.py", sys.prefix)
+    if closed:
+        pytest.skip(f"nobody cannot reach {closed} (this checkout is inside a folder only its "
+                    "owner may enter), so it cannot run the attacks from here")
     nobody = pwd.getpwnam("nobody")
     base = Path(tempfile.mkdtemp(prefix="mino-nobody-", dir="/var/tmp")).resolve()
     project, home, user = base / "project", base / "mino-home", base / "user"
