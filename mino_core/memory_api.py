@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .tools import ToolResult
+from .json_strings import strings as _strings
 
 
 @dataclass(frozen=True)
@@ -184,14 +185,3 @@ class MemoryService:
                             "via": self.via})
         session.log.sync()
         return result
-
-
-def _strings(value: Any):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)

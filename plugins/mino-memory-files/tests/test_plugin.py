@@ -39,8 +39,13 @@ def test_memory_search_and_refusal_for_callers_outside_a_turn(tmp_path, put):
     [hit] = service.search("which package manager: pnpm or yarn?", 5)
     assert hit.ref == "uses-pnpm" and hit.text.startswith("- [project] uses-pnpm:")
     assert hit.source.endswith("uses-pnpm.md") and service.search("nothing matches", 5) == []
-    assert service.refusal("my key is sk-live-0123456789abcdefXYZ") == "an API key"
+    # The core's detector, as every backend: a provider's key, a prose credential, not a
+    # hash nor a flag (the files backend had patterns of its own, which missed the second)
+    assert service.refusal("deploy with sk-live-0123456789abcdefXYZ") == "a secret (provider)"
+    assert service.refusal("admin creds, admin / Tr0ub4dor-Staging-7") == "a secret (prose)"
     assert service.refusal("password: hunter22") and service.refusal("we use pnpm") is None
+    assert service.refusal("commit 3f9c2a7e1b4d8c6f0a2e5b7d9c1f3a5e7b9d1c3f, flag "
+                           "NODE_OPTIONS=--max-old-space-size=4096") is None
 
 
 def test_loaded_by_the_host_as_the_files_backend(make_harness):

@@ -166,3 +166,14 @@ def test_detect_finds_no_sandbox_without_bwrap(monkeypatch):
         assert sandbox.detect() is None
     finally:
         sandbox.forget()
+
+
+def test_a_limit_note_only_for_a_command_that_failed(bwrap, project, ctx):
+    # Printing a limit's words is not hitting the limit: no note on a success.
+    (project / "app.log").write_text("worker 3: out of memory\nNo space left on device\n")
+    result = run(ctx, command="grep -h 'out of memory' app.log; grep -h 'No space' app.log")
+    assert result.status is Status.COMPLETED, result.output
+    assert "out of memory" in result.output and "data memory" not in result.output
+    assert "sandbox folder is full" not in result.output
+    failed = run(ctx, command="cat app.log; exit 1")
+    assert "sandbox folder is full" in failed.output  # the same words from a failure: a note

@@ -72,7 +72,11 @@ def memory_search(query, limit, context):
 
 @hookimpl
 def memory_refusal(text, context):
-    """A save nobody confirms must not keep a secret (see refusal.py)."""
-    from .refusal import refusal
+    """A save nobody confirms must not keep a secret. In a turn the confirmation is where
+    the person catches one (the files backend does not check, as its chapter says); a
+    save nobody confirms (``mino mcp serve --allow-save``) has no such person, so the
+    core's detector refuses it, the one every backend uses."""
+    from mino_core import find_secrets
 
-    return refusal(text)
+    found = find_secrets(text or "")
+    return f"a secret ({found[0][2]})" if found else None

@@ -14,6 +14,8 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass, fields
 
+from .boxexec import lower  # the helper's own loop: one way to lower a limit
+
 MIB = 1 << 20
 
 
@@ -47,28 +49,19 @@ class Limits:
     def preexec(self):
         """A function for Popen's ``preexec_fn``: lowers each limit (never raises one)."""
         wanted = self.rlimits()
-
-        def apply() -> None:
-            for kind, value in wanted:
-                soft, hard = resource.getrlimit(kind)
-                if hard != resource.RLIM_INFINITY:
-                    value = min(value, hard)
-                try:
-                    resource.setrlimit(kind, (value, value))
-                except (ValueError, OSError):
-                    pass
-
-        return apply
+        return lambda: lower(wanted)
 
 
 SIGXCPU, SIGXFSZ = 24, 25
 
 
 def note(exit_code: int | None, output: str, limits: Limits) -> str | None:
-    """Why the command stopped, when a sandbox limit stopped it; else None."""
-    signal = None
-    if exit_code is not None:
-        signal = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else None
+    """Why the command stopped, when a sandbox limit stopped it; else None. The output's
+    words count only when the command failed: one that succeeded and printed "out of
+    memory" (a grep of a log) was not stopped by anything."""
+    if not exit_code:
+        return None
+    signal = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else None
     if signal == SIGXFSZ or "File size limit exceeded" in output or "File too large" in output:
         return (f"[Stopped by the sandbox's file-size limit ({limits.file_mb} MiB a file); "
                 "raise tools-fs.limits.file_mb in config.yaml if the build needs more.]")
