@@ -127,8 +127,8 @@ class Reader:
                     "ORDER BY seq", (id,)).fetchall()
             else:
                 n = self.store.graph.nodes.get(id)
-                self._prov[id] = [(a, d) for a, k, d in n.log
-                                  if k == "provenance"] if n is not None else []
+                self._prov[id] = [(a, d) for a, _, d in n.log_of("provenance")
+                                  ] if n is not None else []
         return self._prov[id]
 
     def fact_sessions(self, id: int) -> dict[tuple[str, int], str]:

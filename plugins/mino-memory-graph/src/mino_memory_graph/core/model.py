@@ -111,6 +111,11 @@ class Node:
     def last_at(self) -> int:
         return max((e[0] for e in self.log), default=0)
 
+    def log_of(self, kind: str) -> list:
+        """The log lines of one kind (a node read from the index asks the index, not its
+        whole log: a hot node's is thousands of lines, and its provenance a few)."""
+        return [e for e in self.log if e[1] == kind]
+
 
 _FACTS, _LOG, _CONTEXT = Node.__dict__["facts"], Node.__dict__["log"], Node.__dict__["context"]
 

@@ -53,7 +53,7 @@ class Origins:
         if nid in self.authors:
             return self.authors[nid]
         if n.fact("imported from") is not None or any(
-                k == "provenance" and d.startswith("imported") for _, k, d in n.log):
+                d.startswith("imported") for _, _, d in n.log_of("provenance")):
             return IMPORT
         if not self.shared:
             return THIS_MACHINE
@@ -71,9 +71,8 @@ def sessions_named(graph, nid: int) -> set[str]:
     for f in n.facts:
         if f.key in ("session", "learned from"):
             out.update(_SESSION.findall(f"session {f.value}" if f.key == "session" else f.value))
-    for _, kind, detail in n.log:
-        if kind == "provenance":
-            out.update(_SESSION.findall(detail))
+    for _, _, detail in n.log_of("provenance"):
+        out.update(_SESSION.findall(detail))
     if not out and n.area == "Salience":
         for e in graph.edges_of(nid):
             src = graph.nodes.get(e.src)

@@ -141,7 +141,7 @@ def search_hits(query: str, limit: int, context) -> list:
     out = []
     for h in hits:
         node = g.nodes[h.node]
-        provenance = [e[2] for e in node.log if e[1] == "provenance"]
+        provenance = [e[2] for e in node.log_of("provenance")]
         text = "\n".join(ln for ln in shown_lines(g.state_of(h.node))  # filtered again
                          if ln != "context chunks: 0")
         out.append(MemoryHit(ref=f"#{h.node}", text=text, score=round(float(h.score), 3),

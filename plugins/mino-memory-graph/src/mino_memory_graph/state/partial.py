@@ -103,6 +103,14 @@ class IndexNode(Node):
         self._ix = None
         _LOG.__set__(self, value)
 
+    def log_of(self, kind: str) -> list:
+        ix = self._ix
+        if ix is None:
+            return Node.log_of(self, kind)
+        return [] if self._nlog == 0 else ix.db.execute(
+            "SELECT at, kind, detail FROM log WHERE node=? AND seq < ? AND kind=? ORDER BY seq",
+            (self.id, self._nlog, kind)).fetchall()
+
 
 def node_from_index(ix: Index, id: int) -> Node | None:
     r = ix.row(id)
