@@ -22,15 +22,16 @@ approves them as they are now (``instructions_command.py``).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 from .hookspecs import hookimpl
+from .approvals import Approvals
 from .tools import Preview
 
 NAMES = ("AGENTS.md", "CLAUDE.md")  # the first a folder has wins
-SEEN_FILE = "instructions-seen.json"
+SEEN = Approvals("instructions-seen.json", "files")
+SEEN_FILE = SEEN.file
 MAX_BYTES = 64 * 1024
 PREVIEW_LINES = 40
 HEADER = ("Project instructions (from the files below, which the user approved; the nearest "
@@ -77,32 +78,14 @@ def find(project_root: Path) -> tuple[list[dict[str, str]], list[str]]:
     return found, problems
 
 
-def load_seen(home: Path) -> dict[str, str]:
-    try:
-        data = json.loads((Path(home) / SEEN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) else None
-    return {k: v for k, v in (files or {}).items() if isinstance(k, str) and isinstance(v, str)} \
-        if isinstance(files, dict) else {}
-
-
 def approve(home: Path, entries: list[dict[str, str]]) -> None:
-    from .atomic import atomic_write
-
-    home = Path(home)
-    seen = load_seen(home)
-    seen.update({e["path"]: e["sha256"] for e in entries})
-    home.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"version": 1, "files": dict(sorted(seen.items()))}, indent=1) + "\n"
-    atomic_write(home / SEEN_FILE, text, root=home, mode=0o600)
+    SEEN.approve(home, entries)
 
 
 def statuses(home: Path, project_root: Path) -> list[tuple[dict[str, str], str]]:
     found, _ = find(project_root)
-    seen = load_seen(home)
-    return [(e, "approved" if seen.get(e["path"]) == e["sha256"]
-             else "changed" if e["path"] in seen else "new") for e in found]
+    seen = SEEN.seen(home)
+    return [(e, SEEN.status(seen, e)) for e in found]
 
 
 def _review(session, entry: dict[str, str], changed: bool) -> bool:
@@ -126,22 +109,7 @@ def session_files(session) -> list[dict[str, str]]:
     found, problems = find(session.project_root)
     for problem in problems:
         session.notice(f"Project instructions: {problem}")
-    seen = load_seen(session.home)
-    kept, approved, skipped = [], [], []
-    for entry in found:
-        if seen.get(entry["path"]) == entry["sha256"]:
-            kept.append(entry)
-        elif _review(session, entry, changed=entry["path"] in seen):
-            kept.append(entry)
-            approved.append(entry)
-        else:
-            skipped.append(entry)
-    if approved:
-        try:
-            approve(session.home, approved)
-        except (OSError, ValueError) as exc:
-            session.notice(f"Could not record the approval in {SEEN_FILE}: {exc}; they will be "
-                           "asked about again next session.")
+    kept, skipped = SEEN.review(session, found, _review, "project instructions")
     if skipped:
         from .invocation import command
 

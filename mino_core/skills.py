@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 from .hookspecs import hookimpl
+from .approvals import Approvals
 from .tools import InvalidArguments, Preview, Tool, ToolResult
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_SKILL_BYTES = 64 * 1024
 MAX_DESCRIPTION = 1024
-SEEN_FILE = "skills-seen.json"
+SEEN = Approvals("skills-seen.json", "skills")
+SEEN_FILE = SEEN.file
 PREVIEW_LINES = 40  # lines of a new or changed SKILL.md shown in its question
 
 
@@ -112,28 +113,13 @@ def digest(data: bytes) -> str:
 # -- what the person approved ----------------------------------------------------------
 
 def load_seen(home: Path) -> dict[str, str]:
-    """Approved skills: SKILL.md path -> SHA-256. A missing or unreadable record is empty
-    (every skill is asked about again, which is safe)."""
-    try:
-        data = json.loads((Path(home) / SEEN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    skills = data.get("skills") if isinstance(data, dict) else None
-    if not isinstance(skills, dict):
-        return {}
-    return {k: v for k, v in skills.items() if isinstance(k, str) and isinstance(v, str)}
+    """Approved skills: SKILL.md path -> SHA-256."""
+    return SEEN.seen(home)
 
 
 def approve(home: Path, entries: list[dict[str, str]]) -> None:
     """Record ``entries`` (catalog entries) as approved with their current content."""
-    from .atomic import atomic_write
-
-    home = Path(home)
-    seen = load_seen(home)  # read again just before writing: another session may have added
-    seen.update({e["path"]: e["sha256"] for e in entries})
-    home.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"version": 1, "skills": dict(sorted(seen.items()))}, indent=1) + "\n"
-    atomic_write(home / SEEN_FILE, text, root=home, mode=0o600)
+    SEEN.approve(home, entries)
 
 
 def copies(home: Path, project_root: Path) -> list[dict[str, str]]:
@@ -191,8 +177,7 @@ def skill_statuses(home: Path, project_root: Path) -> list[tuple[dict[str, str],
             e = {**e, "shadowed_by": winner[e["name"]]}
         else:
             winner[e["name"]] = e["origin"]
-        out.append((e, "approved" if seen.get(e["path"]) == e["sha256"]
-                    else "changed" if e["path"] in seen else "new"))
+        out.append((e, SEEN.status(seen, e)))
     return out
 
 
@@ -220,22 +205,7 @@ def _review(session, entry: dict[str, str], changed: bool) -> bool:
 
 def trusted(session, catalog: list[dict[str, str]]) -> list[dict[str, str]]:
     """The skills the person approved as they are now; asks about the rest, notices skips."""
-    seen = load_seen(session.home)
-    kept, approved, skipped = [], [], []
-    for entry in catalog:
-        if seen.get(entry["path"]) == entry["sha256"]:
-            kept.append(entry)
-        elif _review(session, entry, changed=entry["path"] in seen):
-            kept.append(entry)
-            approved.append(entry)
-        else:
-            skipped.append(entry)
-    if approved:
-        try:
-            approve(session.home, approved)
-        except (OSError, ValueError) as exc:
-            session.notice(f"Could not record the approved skills in {SEEN_FILE}: {exc}; "
-                           "they will be asked about again next session.")
+    kept, skipped = SEEN.review(session, catalog, _review, "skills")
     if skipped:
         names = ", ".join(f"{e['name']} ({e['path']})" for e in skipped)
         session.notice(f"Skills not loaded (new or changed since you last approved them): {names}. "
