@@ -339,13 +339,15 @@ class Store:
     def index_search(self):
         """The index's recall (``search.IndexSearch``) when it serves this store: the
         default scorer over ``hashing-v1``, the index open. Else None (the engine)."""
-        if (self.index is None or self._embedder is not None
-                or SCORER_NAMES.get(str(self._scorer_arg).strip().lower()) != "hybrid-v1"):
+        name = SCORER_NAMES.get(str(self._scorer_arg).strip().lower())
+        if self.index is None or name is None or (
+                self._embedder is not None and name != "mnemo"):
             return None
         if self._index_search is None or self._index_search.index is not self.index:
-            from .recall.search import IndexSearch
+            from .recall.search import IndexSearch, MnemoSearch
 
-            self._index_search = IndexSearch(self.index, params=self.params)
+            make = MnemoSearch if name == "mnemo" else IndexSearch
+            self._index_search = make(self.index, self._embedder, params=self.params)
         return self._index_search
 
     @property

@@ -361,4 +361,109 @@ class IndexSearch:
         return not (scope is not None and self._out_of_scope(scope, now, [nid]))
 
 
-__all__ = ["IndexSearch"]
+class MnemoSearch(IndexSearch):
+    """Mnemo's exact rule over the index: ``cosine(q, v) x area weight + (useful -
+    unhelpful) x 0.02`` for every live node (brute force, as Mnemo), then the same
+    filters and one-hop expansion as ``IndexSearch``.
+
+    The vectors are the index's stored hashing-v1 vectors, laid out as Mnemo's scorer
+    keeps them (one row per dimension, float32) and multiplied the same way, so the
+    figures are Mnemo's. With another embedder (``memory.graph.embedder``) each live
+    node's text, read from the index, is embedded once per text and kept here. The
+    matrix is made again when the index has moved on (a write, another process's)."""
+
+    def __init__(self, index: Index, embedder=None, params=None):
+        super().__init__(index, embedder, params)
+        self.name = f"mnemo-cosine/{self.embedder.name}"
+        self._at = None    # the index offset the matrix below was made at
+        self._ids: list[int] = []
+        self._meta: dict[int, _Row] = {}
+        self._mt = None
+        self._votes = None
+        self._vecs: dict[int, tuple] = {}  # another embedder's vectors: id -> (text, vec)
+
+    def _matrix(self):
+        import numpy as np
+
+        ix = self.index
+        if self._at == (ix.offset, ix.ops_applied) and self._mt is not None:
+            return
+        hashing = getattr(self.embedder, "name", "") == "hashing-v1"
+        ids, meta, blobs = [], {}, []
+        for id, kind, area, useful, unhelpful, vec in ix.db.execute(
+                "SELECT id, kind, area, useful, unhelpful, vec FROM nodes WHERE deleted=0 "
+                "ORDER BY id"):
+            r = _Row()
+            r.id, r.kind, r.area, r.deleted, r.useful, r.unhelpful = (
+                id, kind, area, 0, useful, unhelpful)
+            ids.append(id)
+            meta[id] = r
+            blobs.append(vec)
+        n = len(ids)
+        if hashing:
+            mt = np.zeros((self.embedder.dim, n), dtype=np.float32)
+            for j, blob in enumerate(blobs):
+                if blob:
+                    k = len(blob) // 5
+                    mt[np.frombuffer(blob, np.uint8, k), j] = np.frombuffer(blob, "<f4", k, k)
+        else:
+            mt = self._embedded(ids, np)
+        self._ids, self._meta, self._mt = ids, meta, mt
+        self._votes = np.array([meta[i].useful - meta[i].unhelpful for i in ids],
+                               dtype=np.float32)
+        self._at = (ix.offset, ix.ops_applied)
+
+    def _embedded(self, ids, np):
+        """Another embedder's vectors of ``ids``' texts, (dim, n); a text already embedded
+        is not embedded again."""
+        texts = [self.index.node_text(i) or "" for i in ids]
+        live = set(ids)
+        vecs = {i: tv for i, tv in self._vecs.items() if i in live}
+        todo = [(i, t) for i, t in zip(ids, texts) if i not in vecs or vecs[i][0] != t]
+        if todo:
+            emb = self.embedder
+            many = getattr(emb, "embed_matrix", None)
+            if many is not None:
+                got = list(many([t for _, t in todo]))
+            elif hasattr(emb, "embed_many"):
+                got = emb.embed_many([t for _, t in todo])
+            else:
+                got = [emb.embed(t) for _, t in todo]
+            for (i, t), v in zip(todo, got):
+                vecs[i] = (t, v)
+        self._vecs = vecs
+        dim = self.embedder.dim or next((len(v) for _, v in vecs.values() if v is not None), 0)
+        mt = np.zeros((dim, len(ids)), dtype=np.float32)
+        for j, i in enumerate(ids):
+            v = vecs[i][1]
+            if v is not None and len(v) == dim:
+                mt[:, j] = v
+        return mt
+
+    def scores(self, query: str, prefer: list[str], discount: float) -> tuple[dict, dict]:
+        import numpy as np
+
+        self._matrix()
+        ids, mt, n = self._ids, self._mt, len(self._ids)
+        emb = self.embedder
+        q = getattr(emb, "embed_query", emb.embed)(expand_query_aliases(query))
+        dim = mt.shape[0]
+        if q is None or not dim or q.shape[0] != dim:
+            s = np.zeros(n, dtype=np.float32)
+        else:
+            nz = np.flatnonzero(q)
+            s = q[nz] @ mt[nz, :n] if len(nz) * 4 < dim else q @ mt[:, :n]
+            s = np.asarray(s, dtype=np.float32)
+        if prefer:
+            pref = set(prefer)
+            s *= np.array([1.0 if self._meta[i].area in pref else discount for i in ids],
+                          dtype=np.float32)
+        if self._votes is not None and self._votes.any():
+            s += self._votes * np.float32(USEFULNESS_BIAS)
+        return dict(zip(ids, s.tolist())), self._meta
+
+    def _own_cosine(self, nid: int) -> float:
+        return 0.0  # every live node has its score already
+
+
+__all__ = ["IndexSearch", "MnemoSearch"]
