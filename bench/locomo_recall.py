@@ -341,15 +341,15 @@ class StoreRetriever:
     turn (facts speaker, date, text) PartOf a TaskEpisode node per session; queries go
     through ``Store.search`` (routing, filters, expansion: the agent's recall path)."""
 
-    def __init__(self, turns, speakers, scorer=None, use_index=None):
+    def __init__(self, turns, speakers, scorer=None):
         import tempfile
 
         from mino_memory_graph.store import Store
 
         self._tmp = tempfile.TemporaryDirectory()
         # scorer None: the store's default (hybrid-v1), as the agent gets it
-        self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False, use_cache=False,
-                                scorer=scorer, use_index=use_index)
+        self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False,
+                                scorer=scorer)
         self.row_of: dict[int, int] = {}
         by_session = collections.defaultdict(list)
         for i, t in enumerate(turns):
@@ -371,12 +371,9 @@ class StoreRetriever:
 
 
 def use_params(store, params) -> None:
-    """The scorer's weights on an open store, on both search paths (the index's search
-    object is made when the index opens, so this is applied before each query)."""
-    if store.index_search is not None:
-        store.index_search.params = params
-    elif hasattr(store.scorer, "index"):  # the in-memory HybridScorer
-        store.scorer.index.params = params
+    """The scorer's weights on an open store (the index's search object is made when
+    the index opens, so this is applied before each query)."""
+    store.scorer.params = params
 
 
 RETRIEVERS = {
@@ -384,7 +381,6 @@ RETRIEVERS = {
     "hash": Hash,
     "hash-idf": lambda turns, spk: Hash(turns, spk, idf=True),
     "default": StoreRetriever,
-    "default-in-memory": lambda turns, spk: StoreRetriever(turns, spk, use_index=False),
     "store-mnemo": lambda turns, spk: StoreRetriever(turns, spk, scorer="mnemo"),
     "hybrid-index": Default,
 }
@@ -781,7 +777,7 @@ def memeval_ablation() -> dict:
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / "journal.jsonl"
             p.write_bytes(b"".join(ops.encode(*op) for op in make()))
-            st = Store.open(p, use_cache=False)
+            st = Store.open(p)
             for name, params in variants.items():
                 def search(q, params=params):
                     use_params(st, params)
