@@ -32,7 +32,7 @@ Retrievers (all plain numpy, offline):
               ``ln((N+1)/(df+1)) + 1`` learned from the conversation.
 ``default``   the graph memory's default recall path: a ``Store`` with its default
               scorer (hybrid-v1, ``HybridScorer``), see ``store-*`` below.
-``hybrid-index``  ``mino_memory_graph.recall.hybrid.HybridIndex`` fed directly (no store):
+``hybrid-index``  ``oracle_hybrid.HybridIndex`` (the plugin tests' oracle) fed directly (no store):
               BM25 over stemmed, stopword-free tokens, the best lexical score of
               the previous/next turn of the same session, the session's own BM25
               score, the hashing-v1 cosine, a boost for the speaker the question
@@ -150,8 +150,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "src"))
+sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "tests"))  # the oracle
 
-from mino_memory_graph.recall.hybrid import HybridIndex, HybridParams  # noqa: E402
+from oracle_hybrid import HybridIndex, HybridParams  # noqa: E402
 
 # The benchmark's own HybridIndex rows name each turn's speaker, so they keep the entity
 # boost; the agent's recall names no entities (mino writes no speaker facts: issue 16).

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mino_memory_graph.recall.hybrid import HybridIndex, is_temporal_query, stem, tokenize
+from oracle_hybrid import HybridIndex, is_temporal_query, stem, tokenize
 
 
 # ------------------------------------------------------------------ hashing-v1 (Mnemo's exact vectors)
@@ -343,9 +343,9 @@ def test_domain_corpus_not_worse_than_mnemo_scoring():
 
 # ------------------------------------------------------------- through the recall engine
 def _engine_graph():
-    recall = pytest.importorskip("mino_memory_graph.recall.recall")
+    recall = pytest.importorskip("oracle_recall")
     model = pytest.importorskip("mino_memory_graph.core.model")
-    from mino_memory_graph.recall.hybrid import HybridScorer
+    from oracle_hybrid import HybridScorer
 
     g = model.Graph()
     ids = iter(range(1, 10_000))

@@ -2,7 +2,7 @@
 from memeval_corpus import T, corpus_ops, evaluate
 
 from mino_memory_graph.core.model import Graph
-from mino_memory_graph.recall.recall import RecallEngine
+from oracle_recall import RecallEngine
 from mino_memory_graph.store import Store
 
 

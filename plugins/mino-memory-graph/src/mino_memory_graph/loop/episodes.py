@@ -24,7 +24,7 @@ from ..core import safety
 from .memories import NAME, Memory, identity_of, memory_for, section, switched_on
 from ..core.provenance import origins_for
 from .recall_block import profile_lines, recall_hits, render
-from .reflect import SUBJECT_KEYS, subject_of  # noqa: F401 - the loop's names
+from .reflect import subject_of
 from .reflection_offer import REFLECTION_TITLE, reflect_run
 
 
