@@ -500,3 +500,30 @@ def test_a_node_read_from_the_index_reads_its_log_when_first_used(tmp_path):
     want = replayed(path).nodes[n].log
     assert node.log == want and [d for _, _, d in want][-2:] == ["from elsewhere", "here"]
     s.close()
+
+
+def test_a_damaged_index_is_made_again_and_one_that_cannot_be_is_one_line(tmp_path):
+    """No replay takes over from a failing index: garbage in its file is rebuilt from the
+    journal (nothing saved is lost); an index that cannot be made is a one-line error."""
+    from graphtest import mino
+
+    home = tmp_path / "home"
+    home.mkdir()
+    path = home / "graph" / "journal.jsonl"
+    s = Store.open(path)
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "8081")
+    s.close()
+    path.with_suffix(".index").write_bytes(b"not a database at all" * 100)
+    s = Store.open(path)
+    assert "8081" in s.state(n) and s.check()["ok"]
+    s.close()
+    ix = path.with_suffix(".index")
+    ix.unlink()
+    ix.mkdir()  # nothing can be made there
+    (ix / "keep").write_text("x")
+    out = mino(home, "memory", "stats")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "memory index" in out.stderr and len(out.stderr.strip().splitlines()) <= 2
+    assert path.read_text().count("8081") == 1  # the journal is untouched
