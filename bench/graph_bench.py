@@ -1,6 +1,6 @@
-"""Graph memory speed of the in-memory design (``memory.graph.index: off``): recall,
-replay, cached open, writes; ratios against a numpy floor. ``graph_store.py`` measures
-``journal.index`` beside it.
+"""Graph memory speed: recall, the oracle's replay (``model.Graph``, what ``mino memory
+check`` compares the index with), the index's build and open, writes; ratios against a
+numpy floor. ``graph_store.py`` measures ``journal.index`` in more detail.
 
     python bench/graph_bench.py            # the full run (100k nodes, 1M ops)
     python bench/graph_bench.py --quick    # smaller, for a smoke run
@@ -154,10 +154,13 @@ if sys.argv[2] == "parse":
         n += 1
     print(json.dumps({"seconds": time.perf_counter() - t, "ops": n}))
 else:
+    from mino_memory_graph.core.model import Graph
+    from mino_memory_graph.journal.journal import Journal, Report, fold_range
     t = time.perf_counter()
-    s = Store.open(path, use_cache=False, fsync=False, use_index=False)
+    j, g, rep = Journal(path), Graph(), Report()
+    fold_range(j.read, 0, j.size(), g, rep, [])
     dt = time.perf_counter() - t
-    print(json.dumps({"seconds": dt, "ops": s.report.ops, "nodes": len(s.graph.nodes)}))
+    print(json.dumps({"seconds": dt, "ops": rep.ops, "nodes": len(g.nodes)}))
 """
 
 
@@ -197,8 +200,8 @@ def queries(n, seed=2):
 def recall_bench(store, reps):
     qs = queries(reps)
     it = iter(qs * 2)
-    store.recall_brief("warm up the engine please")
-    return stats(timed(lambda: store.recall_brief(next(it), 5), reps))
+    store.search_json("warm up the engine please")
+    return stats(timed(lambda: store.search_json(next(it), 5), reps))
 
 
 def main():
@@ -217,7 +220,7 @@ def main():
 
     res["floor_matvec_100k"], res["floor_matvec_topk_100k"] = floor(100_000, a.reps)
 
-    # --- replay cold (fresh processes, median of 3), then open with a valid cache -----
+    # --- replay cold (fresh processes, median of 3), then open with the index -------
     data = journal_lines(a.nodes, a.ops)
     jp = tmp / "big" / "journal.jsonl"
     jp.parent.mkdir(mode=0o700)
@@ -232,24 +235,18 @@ def main():
         res["parse_floor"]["ops_per_s"] / res["replay_cold"]["ops_per_s"], 2)
     res["replay_cold_recency"] = replay_cold(near, a.replays)
     del data
-    s = Store.open(jp, use_cache=False, fsync=False, use_index=False)
     t = time.perf_counter()
-    s.engine.sync()
-    res["first_index_all_nodes_s"] = round(time.perf_counter() - t, 3)
+    s = Store.open(jp, fsync=False)  # builds journal.index
+    res["index_build_s"] = round(time.perf_counter() - t, 3)
     res["scorer"] = s.scorer.name
-    t = time.perf_counter()
-    size = s.save_cache()
-    res["cache_write"] = {"seconds": round(time.perf_counter() - t, 3),
-                          "mb": round(size / 1e6, 1)}
     s.close()
     opens = []
     for _ in range(3):
         t = time.perf_counter()
-        c = Store.open(jp, fsync=False, use_index=False)
+        c = Store.open(jp, fsync=False)
         opens.append(time.perf_counter() - t)
-        assert c.loaded_from_cache, c.cache_note
-    res["open_with_cache"] = {"median_s": round(statistics.median(opens), 3),
-                              "nodes": len(c.graph.nodes), "ops": a.ops}
+    res["open_with_index"] = {"median_s": round(statistics.median(opens), 3),
+                              "nodes": c.index.counts()["nodes"], "ops": a.ops}
 
     # --- recall at full size, then at 1,000 nodes ---------------------------------
     res["recall_top5_state"] = recall_bench(c, a.reps)
@@ -261,13 +258,13 @@ def main():
     small = tmp / "small" / "journal.jsonl"
     small.parent.mkdir(mode=0o700)
     small.write_bytes(journal_lines(1000, 10_000, seed=3))
-    s1 = Store.open(small, fsync=False, use_cache=False, use_index=False)
+    s1 = Store.open(small, fsync=False)
     res["recall_top5_state_1k_nodes"] = recall_bench(s1, a.reps)
     s1.close()
 
     # --- one write: lock, catch up, append, (fsync) -------------------------------
     for fs in (True, False):
-        w = Store.open(tmp / f"w{fs}" / "journal.jsonl", fsync=fs, use_index=False)
+        w = Store.open(tmp / f"w{fs}" / "journal.jsonl", fsync=fs)
         with w.write() as r:
             node = r.create_node("Aspect", "write bench")
         i = iter(range(10**9))
@@ -301,10 +298,9 @@ def main():
     r = res["replay_cold_recency"]
     print(f"replay cold, 70% of ops on the 50 newest nodes (agent-like): "
           f"{r['ops_per_s']:,} ops/s, median of {runs(r)}")
-    print(f"first index of every node ({res['scorer']}): {res['first_index_all_nodes_s']} s; "
-          f"cache write {res['cache_write']['seconds']} s, {res['cache_write']['mb']} MB")
-    r = res["open_with_cache"]
-    print(f"open {r['nodes']:,} nodes / {r['ops']:,} ops with a valid cache: "
+    print(f"index build ({res['scorer']}): {res['index_build_s']} s")
+    r = res["open_with_index"]
+    print(f"open {r['nodes']:,} nodes / {r['ops']:,} ops with a valid index: "
           f"{r['median_s']} s (target < 1 s)")
     for k in ("write_fsync", "write_no_fsync"):
         print(f"one write ({k.replace('write_', '').replace('_', ' ')}): "

@@ -53,17 +53,20 @@ def done(**extra):
                           rss_mb=ru.ru_maxrss / 1024, **extra)))
 """
 
-# old: the graph in memory, from journal.cache when valid; index: what `mino memory`
-# commands open (the index alone, rebuilt when missing)
+# old: the in-memory design left the product (issue 24 part 2); what remains is its replay
+# into ``model.Graph``, the oracle ``mino memory check`` compares the index with (no cache);
+# index: what `mino memory` commands open (the index, rebuilt when missing)
 OPEN_OLD = """
-from mino_memory_graph.store import Store
-s = Store.open(sys.argv[1], use_cache=sys.argv[2] == "cache", use_index=False)
-done(ops=s.report.ops, from_cache=s.loaded_from_cache)
+from mino_memory_graph.core.model import Graph
+from mino_memory_graph.journal.journal import Journal, Report, fold_range
+j = Journal(sys.argv[1]); rep = Report()
+fold_range(j.read, 0, j.size(), Graph(), rep, [])
+done(ops=rep.ops, from_cache=False)
 """
 
 OPEN_INDEX = """
 from mino_memory_graph.store import Store
-s = Store.open(sys.argv[1], lazy=True)
+s = Store.open(sys.argv[1])
 done(ops=s.index.ops_applied, rebuilt=s.index.rebuilt, note=s.index.note)
 """
 
@@ -72,7 +75,7 @@ INDEX_COSTS = """
 import random
 from mino_memory_graph.store import Store
 from mino_memory_graph.text.words import tokenize
-s = Store.open(sys.argv[1], lazy=True)
+s = Store.open(sys.argv[1])
 words = "deploy port fix the test run build error install config service pnpm cache".split()
 rnd = random.Random(3)
 qs = [tokenize(" ".join(rnd.choice(words) for _ in range(5))) for _ in range(50)]
@@ -81,8 +84,8 @@ for q in qs:
     s.index.lexical(q, 48)
 lex = ((time.process_time() - c) / len(qs), (time.perf_counter() - w) / len(qs))
 rows = {}
-for use in (True, False, True, False, True, False):
-    t = Store.open(sys.argv[1], fsync=False, use_index=use, lazy=True)
+for use in (True, True, True):
+    t = Store.open(sys.argv[1], fsync=False)
     t.graph
     c = time.process_time()
     for i in range(100):
@@ -93,8 +96,7 @@ for use in (True, False, True, False, True, False):
     rows.setdefault(use, []).append((time.process_time() - c) / 100)
     t.close()
 done(lexical_cpu_ms=lex[0] * 1000, lexical_wall_ms=lex[1] * 1000,
-     write_cpu_ms_with_index=min(rows[True]) * 1000,
-     write_cpu_ms_without=min(rows[False]) * 1000)
+     write_cpu_ms_with_index=min(rows[True]) * 1000)
 """
 
 TURN = """
@@ -164,15 +166,14 @@ def figures(journal: Path, design: str, runs: int, turns: int, costs: bool = Tru
         shutil.copyfile(journal, jpath)
         size = jpath.stat().st_size
         code = OPEN_OLD if design == "old" else OPEN_INDEX
-        derived = jpath.with_suffix(".cache" if design == "old" else ".index")
-        config = {"memory": {"graph": {"index": "off"}}} if design == "old" else {}
-        if config:
-            (home / "config.yaml").write_text("memory:\n  graph:\n    index: off\n")
+        derived = jpath if design == "old" else jpath.with_suffix(".index")
+        config = {}
         # the index's rebuild with its text worker (text_worker.py) and without, alternating
         reps, inproc = [], []
         alone = dict(os.environ, MINO_GRAPH_REBUILD_WORKER="0")
         for _ in range(max(1, runs // 2)):
-            derived.unlink(missing_ok=True)
+            if design == "index":
+                derived.unlink(missing_ok=True)
             reps.append(child(code, str(jpath), "none"))
             if design == "index":
                 derived.unlink(missing_ok=True)
@@ -187,11 +188,7 @@ def figures(journal: Path, design: str, runs: int, turns: int, costs: bool = Tru
         if inproc:  # cpu: both processes'
             out["replay"]["x_in_process_wall"] = round(
                 out["replay_in_process"]["wall"] / out["replay"]["wall"], 2)
-        if design == "old":
-            child("from mino_memory_graph.store import Store\n"
-                  "Store.open(sys.argv[1], use_index=False).save_cache()\ndone()", str(jpath))
-        else:
-            child(code, str(jpath), "none")
+        child(code, str(jpath), "none")
         out["open"] = med([child(code, str(jpath), "cache") for _ in range(runs)],
                           "wall", "cpu", "rss_mb")
         out["disk"] = {"journal_mb": round(size / 2**20, 1),

@@ -53,7 +53,6 @@ def build(home: Path, project: Path, n_nodes: int) -> None:
             r.link(nid, mine if rnd.random() < 0.5 else other, "PartOf")
         user = r.create_node("Entity", "user preferences", area="Semantic")
         r.fact(user, "package manager", "pnpm")
-    s.save_cache()
     s.close()
 
 
@@ -125,7 +124,7 @@ def run(n_nodes: int, turns: int) -> dict:
                   for i in range(max(5, turns // 4))]
         # The store's own share: the same searches with no write in between (no re-index).
         store = loop.memory_for(home, {}).store
-        k = loop.RECALL_K * loop.OVERFETCH
+        k = loop.RECALL_K
         alone = []
         for q in qs[:turns]:
             t = time.perf_counter()

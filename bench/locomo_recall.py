@@ -32,7 +32,7 @@ Retrievers (all plain numpy, offline):
               ``ln((N+1)/(df+1)) + 1`` learned from the conversation.
 ``default``   the graph memory's default recall path: a ``Store`` with its default
               scorer (hybrid-v1, ``HybridScorer``), see ``store-*`` below.
-``hybrid-index``  ``mino_memory_graph.recall.hybrid.HybridIndex`` fed directly (no store):
+``hybrid-index``  ``oracle_hybrid.HybridIndex`` (the plugin tests' oracle) fed directly (no store):
               BM25 over stemmed, stopword-free tokens, the best lexical score of
               the previous/next turn of the same session, the session's own BM25
               score, the hashing-v1 cosine, a boost for the speaker the question
@@ -150,8 +150,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "src"))
+sys.path.insert(0, str(REPO / "plugins" / "mino-memory-graph" / "tests"))  # the oracle
 
-from mino_memory_graph.recall.hybrid import HybridIndex, HybridParams  # noqa: E402
+from oracle_hybrid import HybridIndex, HybridParams  # noqa: E402
 
 # The benchmark's own HybridIndex rows name each turn's speaker, so they keep the entity
 # boost; the agent's recall names no entities (mino writes no speaker facts: issue 16).
@@ -341,15 +342,15 @@ class StoreRetriever:
     turn (facts speaker, date, text) PartOf a TaskEpisode node per session; queries go
     through ``Store.search`` (routing, filters, expansion: the agent's recall path)."""
 
-    def __init__(self, turns, speakers, scorer=None, use_index=None):
+    def __init__(self, turns, speakers, scorer=None):
         import tempfile
 
         from mino_memory_graph.store import Store
 
         self._tmp = tempfile.TemporaryDirectory()
         # scorer None: the store's default (hybrid-v1), as the agent gets it
-        self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False, use_cache=False,
-                                scorer=scorer, use_index=use_index)
+        self.store = Store.open(Path(self._tmp.name) / "journal.jsonl", fsync=False,
+                                scorer=scorer)
         self.row_of: dict[int, int] = {}
         by_session = collections.defaultdict(list)
         for i, t in enumerate(turns):
@@ -371,12 +372,9 @@ class StoreRetriever:
 
 
 def use_params(store, params) -> None:
-    """The scorer's weights on an open store, on both search paths (the index's search
-    object is made when the index opens, so this is applied before each query)."""
-    if store.index_search is not None:
-        store.index_search.params = params
-    elif hasattr(store.scorer, "index"):  # the in-memory HybridScorer
-        store.scorer.index.params = params
+    """The scorer's weights on an open store (the index's search object is made when
+    the index opens, so this is applied before each query)."""
+    store.scorer.params = params
 
 
 RETRIEVERS = {
@@ -384,7 +382,6 @@ RETRIEVERS = {
     "hash": Hash,
     "hash-idf": lambda turns, spk: Hash(turns, spk, idf=True),
     "default": StoreRetriever,
-    "default-in-memory": lambda turns, spk: StoreRetriever(turns, spk, use_index=False),
     "store-mnemo": lambda turns, spk: StoreRetriever(turns, spk, scorer="mnemo"),
     "hybrid-index": Default,
 }
@@ -781,7 +778,7 @@ def memeval_ablation() -> dict:
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / "journal.jsonl"
             p.write_bytes(b"".join(ops.encode(*op) for op in make()))
-            st = Store.open(p, use_cache=False)
+            st = Store.open(p)
             for name, params in variants.items():
                 def search(q, params=params):
                     use_params(st, params)

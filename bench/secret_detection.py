@@ -183,8 +183,7 @@ def write_cost(turns: int = 300) -> dict:
 
     def run(filtered: bool) -> float:
         with tempfile.TemporaryDirectory() as tmp:
-            s = Store.open(Path(tmp) / "journal.jsonl", fsync=False, use_cache=False,
-                           use_index=False)
+            s = Store.open(Path(tmp) / "journal.jsonl", fsync=False)
             keep = store_mod.redact_op
             from mino_memory_graph.core import safety
 

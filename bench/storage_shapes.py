@@ -45,7 +45,7 @@ REBUILD = """
 import json, resource, sys, time
 t0 = time.perf_counter(); c0 = time.process_time()
 from mino_memory_graph.store import Store
-s = Store.open(sys.argv[1], lazy=True)
+s = Store.open(sys.argv[1])
 ops, rebuilt = s.index.ops_applied, s.index.rebuilt
 s.close()
 ru = resource.getrusage(resource.RUSAGE_SELF); rc = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -75,7 +75,7 @@ PLUGIN_WARNINGS = [
     ("tools-fs: 5", "tools-fs", "allowed: a mapping (key: value); mino-tools-fs uses its default"),
     ("memory: {graph: {scorer: fancy}}", "memory.graph.scorer", "mino-memory-graph uses the default (hybrid-v1)"),
     ("memory: {graph: {journal: 5}}", "memory.graph.journal", "found 5 (a whole number); allowed: a file's path"),
-    ("memory: {graph: {index: sometimes}}", "memory.graph.index", "the default (on)"),
+    ("memory: {graph: {index: off}}", "memory.graph.index", "unknown key"),
     ("memory: {graph: {reflect: always}}", "memory.graph.reflect", "the default (auto)"),
     ("memory: {graph: {episodes: sometimes}}", "memory.graph.episodes", "the default (on)"),
     ("memory: {graph: {guard: loud}}", "memory.graph.guard", "the default (on)"),

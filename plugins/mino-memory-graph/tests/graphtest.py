@@ -5,8 +5,15 @@ GRAPH = {"memory": {"backend": "graph"}}
 
 
 def journal(home):
-    """The graph as the journal holds it now, opened afresh (no derived cache)."""
-    return Store.open(home / "graph" / "journal.jsonl", use_cache=False)
+    """The store, opened afresh."""
+    return Store.open(home / "graph" / "journal.jsonl")
+
+
+def graph_of(home):
+    """The graph as the journal holds it now: the oracle's replay (every node listable)."""
+    from oracle import replay
+
+    return replay(home)
 
 
 def mino(home, *args, cwd=None, env=None):

@@ -12,7 +12,7 @@ from mino_core.testing.harness import isolated_env
 from mino_memory_graph.loop.first_use import EPISODES_NOTICE
 from mino_memory_graph.store import Store
 
-from graphtest import GRAPH, journal, mino, ok
+from graphtest import GRAPH, graph_of, journal, mino, ok
 
 CONFIG = {"memory": {"backend": "graph", "graph": {"reflect": "off"}}}
 
@@ -140,7 +140,7 @@ def test_forget_one_fact_keeps_its_history(home):
     done = json.loads(ok(home, "memory", "forget", str(n), "--fact", str(port),
                          "--json").stdout)
     assert done["forgot_fact"] == port and done["text_kept_in_journal"] is True
-    g = journal(home).graph
+    g = graph_of(home)
     assert g.nodes[n].fact("port").value == "[forgotten]" and not g.nodes[n].deleted
     assert sum(1 for f in g.nodes[n].facts) == 4  # both old values kept, two tombstones
 
@@ -251,33 +251,6 @@ def test_no_first_use_notice_when_episodes_are_off(make_harness, scripted_server
     scripted_server.add({"text": "hi"})
     h.turn("Hello there, first message.")
     assert EPISODES_NOTICE.split("{path}")[0] not in h.notices
-
-
-def test_the_same_views_without_the_index(home):
-    """``memory.graph.index: off``: list, search, history and forget read the graph."""
-    (home / "config.yaml").write_text("memory:\n  backend: graph\n  graph:\n    index: off\n")
-    s = Store.open(home / "graph" / "journal.jsonl", use_index=False)
-    with s.write() as r:
-        p = r.create_node("Entity", "project git:example.com/app")
-        ses = r.episode("session S9")
-        r.add_fact(ses, "session", "S9")
-        r.add_fact(ses, "started", "2026-11-30 09:15 UTC")
-    with s.write() as r:
-        n = r.create_node("Aspect", "release branch")
-        r.fact(n, "branch", "releases are cut from main on fridays")
-        r.link(n, p, "PartOf")
-        r.commit_log(n, "provenance", "fact 'branch': session S9, source memory_save")
-    s.close()
-    assert not (home / "graph" / "journal.index").exists()
-    out = ok(home, "memory", "list").stdout
-    assert "branch: releases are cut from main on fridays" in out
-    assert "project git:example.com/app, session S9, 2026-11-30 09:15 UTC" in out
-    found = ok(home, "memory", "search", "which branch are releases cut from").stdout
-    assert "releases are cut from main" in found and "2026-11-30 09:15 UTC" in found
-    assert "2026-11-30 09:15 UTC" in ok(home, "memory", "history", str(n)).stdout
-    ok(home, "memory", "forget", str(n), "--fact", "branch")
-    assert "- branch: [forgotten]" in ok(home, "memory", "show", str(n)).stdout
-    assert not (home / "graph" / "journal.index").exists()
 
 
 def test_a_profile_fact_says_which_session_taught_it(make_harness, scripted_server,

@@ -12,7 +12,8 @@ from mino_memory_graph.loop import consolidate
 from mino_memory_graph import plugin
 from mino_memory_graph.store import Store
 
-from graphtest import GRAPH, journal
+from graphtest import GRAPH, graph_of, journal
+from oracle import replay
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +24,7 @@ def _defaults(monkeypatch):
 
 def _seed(path):
     """Three sources sharing helm, rollback and timed; one unrelated episode; a project."""
-    s = Store.open(path, use_cache=False)
+    s = Store.open(path)
     with s.write() as r:
         p = r.create_node("Entity", "project dir:/p")
         a = r.episode("task: deploy helm chart")
@@ -74,12 +75,12 @@ def test_one_lesson_per_shared_theme_then_nothing_then_new_evidence_supersedes(t
     after = path.read_bytes()
     assert after.startswith(before) and b"DeleteNode" not in after
     assert [f.value for f in n.facts if not f.active] == [f"#{a} #{b} #{c}"]
-    replayed = Store.open(path, use_cache=False).graph
+    replayed = replay(path)
     assert replayed.state_of(lesson["node"]) == s.graph.state_of(lesson["node"])
 
 
 def test_one_shared_word_is_no_lesson_and_min_occurrences_is_read(tmp_path, monkeypatch):
-    s = Store.open(tmp_path / "j.jsonl", use_cache=False)
+    s = Store.open(tmp_path / "j.jsonl")
     with s.write() as r:
         r.episode("task: checkout page styling")
         r.episode("task: checkout api timeout")
@@ -101,7 +102,7 @@ def test_the_index_backed_graph_plans_the_same(tmp_path):
     s, _ = _seed(path)
     whole = consolidate.plan(s.graph)
     s.close()
-    lazy = Store.open(path, lazy=True)
+    lazy = Store.open(path)
     assert consolidate.plan(lazy.graph) == whole
     lazy.close()
 
@@ -145,8 +146,8 @@ def _talk(h, scripted_server, messages):
 
 
 def _lessons(home):
-    g = journal(home).graph
-    return [n for n in g.nodes.values() if n.label.startswith("lesson: ") and not n.deleted]
+    g = graph_of(home)
+    return [n for n in replay(g).nodes.values() if n.label.startswith("lesson: ") and not n.deleted]
 
 
 def test_a_session_past_the_threshold_consolidates_when_it_ends(graph_only, make_harness,
@@ -155,9 +156,9 @@ def test_a_session_past_the_threshold_consolidates_when_it_ends(graph_only, make
     assert _lessons(mino_home) == []  # 2 new episodes: below the threshold of 3
     h.new_session()
     _talk(h, scripted_server, OTHER + MESSAGES[2:])
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     found = {n.label: n.fact("sources").value for n in _lessons(mino_home)}
-    eps = sorted(n.id for n in g.nodes.values() if n.kind == "TaskEpisode"
+    eps = sorted(n.id for n in replay(g).nodes.values() if n.kind == "TaskEpisode"
                  and n.label.startswith("task: ") and "helm" in n.label)
     # the three helm episodes (two sessions) share helm and rollback; two also "timed"
     assert found == {"lesson: helm rollback": " ".join(f"#{e}" for e in eps),
@@ -196,7 +197,7 @@ def test_the_session_node_this_process_made_is_where_the_session_began(
     sid = str(h.session.id)
     mem = loop.memory_for(h.session.home, h.session.config)
     known = mem.standing.sessions[sid]
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     assert consolidate._began_at(g, sid, known) == consolidate._began_at(g, sid) == known
     assert consolidate._began_at(g, sid, known - 1) == known  # not its node: the scan
 

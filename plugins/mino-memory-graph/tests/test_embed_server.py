@@ -65,13 +65,13 @@ def test_the_mnemo_scorer_embeds_documents_once_and_the_query_as_a_query(
         "kind": "openai", "model": "e5-small", "base_url": scripted_server.base_url}}}}
     path = tmp_path / "graph" / "journal.jsonl"
     path.parent.mkdir()
-    store = Store.open(path, config=config, fsync=False, use_index=False)
+    store = Store.open(path, config=config, fsync=False)
     with store.write() as w:
         for i in range(10):
             w.create_node("Aspect", f"fact {i} about the helm deploy")
     assert store.search("helm deploy", 3).hits
     scripted_server.embedding_requests.clear()
-    fresh = Store.open(path, config=config, fsync=False, use_index=False, use_cache=False)
+    fresh = Store.open(path, config=config, fsync=False)
     found = fresh.search("what was the helm deploy fact", 3)
     documents = [r for r in scripted_server.embedding_requests if r.get("input_type") == "document"]
     queries = [r for r in scripted_server.embedding_requests if r.get("input_type") == "query"]

@@ -7,10 +7,11 @@ import json
 import pytest
 
 from mino_memory_graph.loop import guard
+from oracle import replay
 
 pytest.importorskip("mino_tools_fs", reason="needs mino-tools-fs's Bash; runs in the full suite")
 
-from graphtest import GRAPH, journal  # noqa: E402
+from graphtest import GRAPH, graph_of, journal  # noqa: E402
 
 PLUGINS = "mino.policy,mino.skills,mino-memory-graph,mino-tools-fs"
 BUILD = "sh build.sh"
@@ -35,7 +36,7 @@ def bash(command):
 
 
 def markers(home):
-    return [n for n in journal(home).graph.nodes.values()
+    return [n for n in graph_of(home).nodes.values()
             if n.area == "Salience" and not n.deleted]
 
 
@@ -79,8 +80,8 @@ def test_the_guard_holds_the_command_once_and_the_failure_does_not_repeat(
         ("sh deps.sh", "completed"), (BUILD, "completed")]
     (m,) = markers(mino_home)
     assert m.id == marker and m.fact("occurrences").value == "1"  # no repeat
-    g = journal(mino_home).graph
-    ep = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
+    g = graph_of(mino_home)
+    ep = max(n.id for n in replay(g).nodes.values() if n.kind == "TaskEpisode")
     assert any(k == "guarded" and f"pitfall #{marker}" in d for _, k, d in g.nodes[ep].log)
     # once per pitfall per session: the same command later in this session runs unheld
     (project / "deps.ok").unlink()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mino_memory_graph.recall.hybrid import HybridIndex, is_temporal_query, stem, tokenize
+from oracle_hybrid import HybridIndex, is_temporal_query, stem, tokenize
 
 
 # ------------------------------------------------------------------ hashing-v1 (Mnemo's exact vectors)
@@ -343,9 +343,9 @@ def test_domain_corpus_not_worse_than_mnemo_scoring():
 
 # ------------------------------------------------------------- through the recall engine
 def _engine_graph():
-    recall = pytest.importorskip("mino_memory_graph.recall.recall")
+    recall = pytest.importorskip("oracle_recall")
     model = pytest.importorskip("mino_memory_graph.core.model")
-    from mino_memory_graph.recall.hybrid import HybridScorer
+    from oracle_hybrid import HybridScorer
 
     g = model.Graph()
     ids = iter(range(1, 10_000))
@@ -419,7 +419,7 @@ def _scores(store, q="puppy name Biscuit pottery", k=20):
 def _fresh(path, **kw):
     from mino_memory_graph.store import Store
 
-    return Store.open(path, use_cache=False, fsync=False, **kw)
+    return Store.open(path, fsync=False, **kw)
 
 
 def test_edges_that_die_reach_the_hybrid_clusters(tmp_path):
@@ -450,35 +450,6 @@ def test_edges_that_die_reach_the_hybrid_clusters(tmp_path):
     assert _scores(s) == _scores(_fresh(p))
 
 
-def test_hybrid_state_round_trips_through_the_cache(tmp_path):
-    p = tmp_path / "journal.jsonl"
-    s, turns = _conv_store(p, use_index=False)
-    s.search("warm")
-    s.save_cache()
-    c = type(s).open(p, fsync=False, use_index=False)
-    assert c.loaded_from_cache and c.scorer.name.startswith("hybrid-v1")
-    for q in ("puppy name Biscuit pottery", "When did pottery start?", "what did Bob say"):
-        assert _scores(c, q) == _scores(s, q) == _scores(_fresh(p, use_index=False), q)
-    # the loaded (frozen) index keeps changing correctly
-    (a, ea, ep1), (b, eb, _) = turns[(1, 0)], turns[(1, 1)]
-    with c.write() as r:
-        r.fact(a, "text", "the puppy is called Biscuit now")
-        r.unlink(eb)
-        n = r.create_node("Aspect", "turn 2.9")
-        r.add_fact(n, "text", "pottery again")
-        r.link(n, turns[(2, 0)][2], "PartOf")
-        r.delete(turns[(2, 1)][0], hard=True)
-    for q in ("puppy name Biscuit pottery", "pottery again", "Biscuit"):
-        assert _scores(c, q) == _scores(_fresh(p, use_index=False), q)
-    c.save_cache()
-    c2 = type(s).open(p, fsync=False, use_index=False)
-    assert c2.loaded_from_cache
-    assert _scores(c2) == _scores(_fresh(p, use_index=False))
-    # a cache written by one scorer is not used as the other's vectors
-    m = type(s).open(p, fsync=False, scorer="mnemo", use_index=False)
-    assert _scores(m) == _scores(type(s).open(p, fsync=False, use_cache=False, scorer="mnemo", use_index=False))
-
-
 # ------------------------------------------------------------------ the score's scale (issue 16)
 def test_a_node_matching_everything_it_can_scores_about_one():
     idx = HybridIndex(embed=EMBED)
@@ -494,11 +465,10 @@ def test_a_node_matching_everything_it_can_scores_about_one():
     assert np.array_equal(idx.denominators()[[idx._row_of[3], idx._row_of[4]]], [2.2, 2.2])
 
 
-@pytest.mark.parametrize("use_index", [True, False])
-def test_a_perfect_match_scores_about_one_on_both_search_paths(tmp_path, use_index):
+def test_a_perfect_match_scores_about_one(tmp_path):
     from mino_memory_graph.store import Store
 
-    s = Store.open(tmp_path / "journal.jsonl", fsync=False, use_index=use_index)
+    s = Store.open(tmp_path / "journal.jsonl", fsync=False)
     with s.write() as r:
         project = r.create_node("Entity", "project dir:/srv/app")
         for label, value in (("backups", "nightly backup of the billing ledger"),

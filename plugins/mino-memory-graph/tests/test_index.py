@@ -17,6 +17,7 @@ from mino_memory_graph.core.model import Graph
 from mino_memory_graph.journal.journal import Report, fold_range
 from mino_memory_graph.store import Store
 from mino_memory_graph.text.words import tokenize
+from oracle import replay
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,7 +32,7 @@ def replayed(path: Path) -> Graph:
 
 def busy_store(path: Path, seed: int = 1, requests: int = 60, **kw) -> Store:
     """A store after every kind of operation, the awkward cases included."""
-    s = Store.open(path, fsync=False, use_cache=False, **kw)
+    s = Store.open(path, fsync=False, **kw)
     rnd = random.Random(seed)
     with s.write() as r:
         proj = r.create_node("Entity", "project dir:/p")
@@ -76,7 +77,7 @@ def test_index_agrees_with_replay_after_every_kind_of_operation(tmp_path):
     assert s.index is not None and s.index.offset == path.stat().st_size
     assert compare(s.index, replayed(path)) is None
     # node by node, what the model reads is the same text
-    for id in list(s.graph.nodes)[:40]:
+    for id in list(replay(s).nodes)[:40]:
         assert s.index.state_of(id) == s.graph.state_of(id)
         assert s.index.node_text(id) == s.graph.node_text(id)
         assert s.index.history(id) == s.graph.history(id)
@@ -209,10 +210,14 @@ def test_foreign_appends_are_caught_up_from_the_tail(tmp_path):
     s = busy_store(path, requests=10)
     before = s.index.meta("ops")
     # another program appends without any index (Mnemo itself, or an older mino)
-    other = Store.open(path, fsync=False, use_cache=False, use_index=False)
-    with other.write() as r:
-        n = r.create_node("Aspect", "zanzibar deploy port")
-        r.fact(n, "port", "8081")
+    from mino_memory_graph.core import ops
+    from mino_memory_graph.journal.journal import Journal
+
+    n, _, fid, clock = s.index.counters()
+    other = Journal(path)
+    with other.locked(exclusive=True):
+        other.append(ops.encode(*ops.create_node(n, "Aspect", "zanzibar deploy port", clock + 1))
+                     + ops.encode(*ops.add_fact(n, fid, "port", "8081", clock + 1)), False)
     other.close()
     s.refresh()
     assert s.index.meta("ops") == before + 2
@@ -220,7 +225,7 @@ def test_foreign_appends_are_caught_up_from_the_tail(tmp_path):
     assert compare(s.index, replayed(path)) is None
     s.close()
     # a fresh open finds the index current and reads no journal byte twice
-    t = Store.open(path, use_cache=False)
+    t = Store.open(path)
     assert t.index.note == "valid" and not t.index.rebuilt and t.index.ops_applied == 0
     t.close()
 
@@ -257,7 +262,7 @@ def test_a_damaged_or_missing_index_is_rebuilt(tmp_path, damage):
         db.execute("UPDATE meta SET value=99 WHERE key='schema'")
         db.commit()
         db.close()
-    s = Store.open(path, use_cache=False)
+    s = Store.open(path)
     assert s.index is not None and s.index.rebuilt, s.index_note
     assert s.check()["ok"]
     s.close()
@@ -265,7 +270,7 @@ def test_a_damaged_or_missing_index_is_rebuilt(tmp_path, damage):
 
 def test_a_same_length_edit_mid_journal_rebuilds_the_index(tmp_path):
     path = tmp_path / "journal.jsonl"
-    s = Store.open(path, fsync=False, use_cache=False)
+    s = Store.open(path, fsync=False)
     with s.write() as r:
         n = r.create_node("Aspect", "contact")
         r.fact(n, "phone", "555-0100")
@@ -276,7 +281,7 @@ def test_a_same_length_edit_mid_journal_rebuilds_the_index(tmp_path):
     data = path.read_bytes()
     at = data.index(b"555-0100")
     path.write_bytes(data[:at] + b"xxxxxxxx" + data[at + 8:])
-    t = Store.open(path, use_cache=False)
+    t = Store.open(path)
     assert t.index.rebuilt and "changed" in t.index_note
     assert "555-0100" not in t.index.state_of(n)
     assert t.index.lexical(["555"]) == [] and t.check()["ok"]
@@ -288,7 +293,7 @@ def test_a_shorter_journal_rebuilds_the_index(tmp_path):
     busy_store(path, requests=8).close()
     data = path.read_bytes()
     path.write_bytes(data[: data.rindex(b"\n", 0, len(data) // 2) + 1])
-    s = Store.open(path, use_cache=False)
+    s = Store.open(path)
     assert s.index.rebuilt and "shorter" in s.index_note
     assert compare(s.index, replayed(path)) is None
     s.close()
@@ -296,7 +301,7 @@ def test_a_shorter_journal_rebuilds_the_index(tmp_path):
 
 def test_lexical_finds_by_rare_word_and_never_a_deleted_node(tmp_path):
     path = tmp_path / "journal.jsonl"
-    s = Store.open(path, fsync=False, use_cache=False)
+    s = Store.open(path, fsync=False)
     with s.write() as r:
         a = r.create_node("Aspect", "ingress annotation")
         b = r.create_node("Aspect", "ingress controller crash")
@@ -326,7 +331,7 @@ def test_sigkill_during_appends_and_index_updates_30_times(tmp_path):
     the two): the store always opens, the index agrees with a replay, and every
     request the writer acknowledged is in the journal."""
     path = tmp_path / "journal.jsonl"
-    Store.open(path, use_cache=False).close()
+    Store.open(path).close()
     rnd = random.Random(11)
     behind = 0  # rounds whose kill left the index behind the journal
     for round_ in range(30):
@@ -349,13 +354,13 @@ def test_sigkill_during_appends_and_index_updates_30_times(tmp_path):
             seen = -1
         db.close()
         behind += seen < path.stat().st_size
-        s = Store.open(path, use_cache=False)
+        s = Store.open(path)
         rep = s.check()
         assert rep["index"]["matches_replay"], (round_, rep["index"])
         assert rep["replay"]["skipped"] == 0
         tag = f"r{round_} "
-        written = sum(1 for n in s.graph.nodes.values() if n.label.startswith(tag + "node"))
-        written += sum(1 for n in s.graph.nodes.values() for f in n.facts
+        written = sum(1 for n in replay(s).nodes.values() if n.label.startswith(tag + "node"))
+        written += sum(1 for n in replay(s).nodes.values() for f in n.facts
                        if f.value.startswith(tag + "value"))
         assert written >= acked, (round_, written, acked)
         s.close()
@@ -374,7 +379,7 @@ def test_four_processes_over_the_index_never_share_an_id(tmp_path):
     for p in procs:
         assert p.wait(timeout=120) == 0
     g = replayed(path)
-    created = [n for n in g.nodes.values() if n.label.startswith("q")]
+    created = [n for n in replay(g).nodes.values() if n.label.startswith("q")]
     assert len(created) == 4 * 12
     values = [f.value for n in created for f in n.facts]
     assert len(values) == 4 * 48 and len({f.id for n in created for f in n.facts}) == 4 * 48
@@ -481,7 +486,6 @@ def test_a_node_read_from_the_index_reads_its_log_when_first_used(tmp_path):
             r.commit_log(n, "tool_call", f"Bash(step {i}): ok")
     s.close()
     s = Store.open(path)
-    assert s.partial
     node = s.graph.nodes[n]
     assert isinstance(node, IndexNode) and node._ix is not None  # not read yet
     other = Store.open(path)  # another process appends meanwhile
@@ -496,3 +500,30 @@ def test_a_node_read_from_the_index_reads_its_log_when_first_used(tmp_path):
     want = replayed(path).nodes[n].log
     assert node.log == want and [d for _, _, d in want][-2:] == ["from elsewhere", "here"]
     s.close()
+
+
+def test_a_damaged_index_is_made_again_and_one_that_cannot_be_is_one_line(tmp_path):
+    """No replay takes over from a failing index: garbage in its file is rebuilt from the
+    journal (nothing saved is lost); an index that cannot be made is a one-line error."""
+    from graphtest import mino
+
+    home = tmp_path / "home"
+    home.mkdir()
+    path = home / "graph" / "journal.jsonl"
+    s = Store.open(path)
+    with s.write() as r:
+        n = r.create_node("Aspect", "deploy port")
+        r.fact(n, "port", "8081")
+    s.close()
+    path.with_suffix(".index").write_bytes(b"not a database at all" * 100)
+    s = Store.open(path)
+    assert "8081" in s.state(n) and s.check()["ok"]
+    s.close()
+    ix = path.with_suffix(".index")
+    ix.unlink()
+    ix.mkdir()  # nothing can be made there
+    (ix / "keep").write_text("x")
+    out = mino(home, "memory", "stats")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "memory index" in out.stderr and len(out.stderr.strip().splitlines()) <= 2
+    assert path.read_text().count("8081") == 1  # the journal is untouched

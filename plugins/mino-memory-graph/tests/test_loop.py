@@ -7,7 +7,8 @@ from mino_core import Tool, ToolResult, hookimpl
 from mino_memory_graph.loop import loop
 from mino_memory_graph.loop.standing import USER_LABEL, project_identity
 
-from graphtest import GRAPH, journal
+from graphtest import GRAPH, graph_of, journal
+from oracle import replay
 
 PLUGINS = "mino.policy,mino.skills,mino-memory-graph,probe"
 
@@ -61,15 +62,15 @@ def test_empty_memory_adds_nothing_to_the_request(agent, scripted_server, mino_h
     h.turn("Say hello in one word please.")
     body = scripted_server.requests[0]
     assert body["input"][0]["role"] == "user"
-    g = journal(mino_home).graph
-    eps = [n for n in g.nodes.values() if n.kind == "TaskEpisode"]
+    g = graph_of(mino_home)
+    eps = [n for n in replay(g).nodes.values() if n.kind == "TaskEpisode"]
     # the session's node, then the turn's episode (PartOf the project and the session)
     assert len(eps) == 2 and eps[0].label == f"session {h.session.id}"
     assert eps[1].label.startswith("task: Say hello")
     assert eps[1].fact("message").value == "Say hello in one word please."
-    project = [n for n in g.nodes.values() if n.label.startswith("project ")]
+    project = [n for n in replay(g).nodes.values() if n.label.startswith("project ")]
     assert len(project) == 1 and project[0].fact("path") is not None
-    part_of = [e for e in g.edges.values() if e.kind == "PartOf"]
+    part_of = [e for e in replay(g).edges.values() if e.kind == "PartOf"]
     assert [(e.src, e.dst) for e in part_of] == [(eps[0].id, project[0].id),
                                                  (eps[1].id, project[0].id),
                                                  (eps[1].id, eps[0].id)]
@@ -127,8 +128,8 @@ def test_recall_shows_candidates_with_state_links_feeders_and_respects_scope(
     assert "Recalled memories (candidates, not facts):" in text
     assert f"[Aspect/Semantic] deploy port #{mine}" in text and "port 8081" in text
     assert "9999" not in text
-    g = journal(mino_home).graph
-    ep = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
+    g = graph_of(mino_home)
+    ep = max(n.id for n in replay(g).nodes.values() if n.kind == "TaskEpisode")
     assert [e.src for e in g.feeders_of(ep)] == [mine]
 
 
@@ -147,13 +148,13 @@ def test_pitfall_with_fix_renders_and_is_never_a_feeder(agent, scripted_server, 
     assert loop.PITFALLS in text and "apply the fix first" not in text
     assert ("- seen before (2×): probe_run(make test) failed: missing deps; a fix that worked: "
             "run make deps before make test") in text
-    g = journal(mino_home).graph
-    ep = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
+    g = graph_of(mino_home)
+    ep = max(n.id for n in replay(g).nodes.values() if n.kind == "TaskEpisode")
     assert all(e.src != m for e in g.feeders_of(ep))
 
 
 def _markers(g):
-    return [n for n in g.nodes.values() if n.area == "Salience" and not n.deleted]
+    return [n for n in replay(g).nodes.values() if n.area == "Salience" and not n.deleted]
 
 
 def test_failure_steers_one_deduplicated_marker_counting_1_2_3(agent, scripted_server,
@@ -164,7 +165,7 @@ def test_failure_steers_one_deduplicated_marker_counting_1_2_3(agent, scripted_s
         scripted_server.add({"calls": [{"name": "probe_run", "arguments": fail}]},
                             {"text": "it failed"})
         h.turn(f"run the tests, attempt {i}")
-        g = journal(mino_home).graph
+        g = graph_of(mino_home)
         ms = _markers(g)
         assert len(ms) == 1
         assert ms[0].fact("occurrences").value == str(i + 1)
@@ -172,12 +173,12 @@ def test_failure_steers_one_deduplicated_marker_counting_1_2_3(agent, scripted_s
     assert m.label.startswith("pain: probe_run(make test) failed")
     assert m.fact("signature").value == "probe_run(make test) failed: error: # tests failed in #.#s"
     assert m.fact("source").value.startswith("observed")
-    eps = [n.id for n in g.nodes.values() if n.label.startswith("task: ")]  # the turns
-    derived = sorted(e.src for e in g.edges.values() if e.kind == "DerivedFrom" and e.dst == m.id)
+    eps = [n.id for n in replay(g).nodes.values() if n.label.startswith("task: ")]  # the turns
+    derived = sorted(e.src for e in replay(g).edges.values() if e.kind == "DerivedFrom" and e.dst == m.id)
     assert derived == sorted(eps)
-    project = next(n.id for n in g.nodes.values() if n.label.startswith("project "))
+    project = next(n.id for n in replay(g).nodes.values() if n.label.startswith("project "))
     assert any(e.kind == "PartOf" and e.src == m.id and e.dst == project
-               for e in g.edges.values())
+               for e in replay(g).edges.values())
     # every call is logged on its episode with its subject
     ep = g.nodes[eps[-1]]
     assert any(k == "tool_error" and "probe_run(make test)" in d for _, k, d in ep.log)
@@ -190,7 +191,7 @@ def test_same_failure_twice_in_one_run_steers_once(agent, scripted_server, mino_
                                    {"name": "probe_run", "arguments": fail}]},
                         {"text": "failed twice"})
     h.turn("build it now")
-    ms = _markers(journal(mino_home).graph)
+    ms = _markers(graph_of(mino_home))
     assert len(ms) == 1 and ms[0].fact("occurrences").value == "1"
 
 
@@ -199,9 +200,9 @@ def test_refusal_is_not_a_failure(agent, scripted_server, mino_home):
     scripted_server.add({"calls": [{"name": "memory_save", "arguments": {
         "where": "user", "key": "k", "value": "v"}}]}, {"text": "ok"})
     h.turn("remember k is v")
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     assert _markers(g) == []
-    ep = max((n for n in g.nodes.values() if n.kind == "TaskEpisode"), key=lambda n: n.id)
+    ep = max((n for n in replay(g).nodes.values() if n.kind == "TaskEpisode"), key=lambda n: n.id)
     assert any(k == "tool_refused" and "memory_save(k)" in d for _, k, d in ep.log)
 
 
@@ -220,8 +221,8 @@ def _seed_two(mino_home, project):
 
 
 def _feeder_weights(g):
-    ep = max(n.id for n in g.nodes.values() if n.kind == "TaskEpisode")
-    return {e.src: e.weight for e in g.edges.values()
+    ep = max(n.id for n in replay(g).nodes.values() if n.kind == "TaskEpisode")
+    return {e.src: e.weight for e in replay(g).edges.values()
             if e.kind == "SuppliesContext" and e.dst == ep}
 
 
@@ -233,11 +234,11 @@ def test_blame_weakens_only_feeders_sharing_words_and_a_clean_run_reinforces(
         "command": "npm start", "fail": "cannot find webpack.config.js"}}]},
         {"text": "the webpack build failed"})
     h.turn("webpack bundle build and bundle size")
-    w = _feeder_weights(journal(mino_home).graph)
+    w = _feeder_weights(graph_of(mino_home))
     assert w[a] == pytest.approx(0.4) and w[b] == pytest.approx(0.5)  # failed run: no reinforce
     scripted_server.add({"text": "the webpack bundle is fine"})
     h.turn("webpack bundle build and bundle size")
-    w = _feeder_weights(journal(mino_home).graph)
+    w = _feeder_weights(graph_of(mino_home))
     assert w[a] == pytest.approx(0.55) and w[b] == pytest.approx(0.55)
 
 
@@ -246,11 +247,11 @@ def test_usefulness_votes_need_evidence(agent, scripted_server, mino_home, proje
     h = agent()
     scripted_server.add({"text": "Keep it small."})
     h.turn("webpack bundle build and bundle size")
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     assert (g.nodes[a].useful, g.nodes[b].useful) == (0, 0)
     scripted_server.add({"text": "Use webpack.config.js; stay under the limit."})
     h.turn("webpack bundle build and bundle size")
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     assert g.nodes[a].useful == 1 and g.nodes[b].useful == 1
     assert g.nodes[a].unhelpful == 0 and g.nodes[b].unhelpful == 0
 
@@ -282,7 +283,7 @@ def test_memory_turn_state_is_per_turn(agent, scripted_server, mino_home):
     # Each turn starts its own state and its own episode; who and where carry over.
     assert one is not two and one["episode"] != two["episode"]
     assert (one["user"], one["project"]) == (two["user"], two["project"])
-    graph = journal(mino_home).graph
+    graph = graph_of(mino_home)
     turns = {n: graph.nodes[n] for n in (one["episode"], two["episode"])}
     assert all(node.kind == "TaskEpisode" for node in turns.values())
     for state in (one, two):

@@ -4,14 +4,15 @@ import pytest
 from mino_memory_graph.loop.standing import USER_LABEL
 from mino_memory_graph.loop.tools import CHANGED
 
-from graphtest import GRAPH, journal
+from graphtest import GRAPH, graph_of, journal
+from oracle import replay
 
 pytestmark = pytest.mark.usefixtures("graph_only")
 
 
 def user_facts(home):
-    g = journal(home).graph
-    n = next((n for n in g.nodes.values() if n.label == USER_LABEL), None)
+    g = graph_of(home)
+    n = next((n for n in replay(g).nodes.values() if n.label == USER_LABEL), None)
     return {f.key: f.value for f in n.facts if f.active} if n else {}
 
 
@@ -58,7 +59,7 @@ def test_approval_binds_to_the_node_as_seen(make_harness, scripted_server, mino_
     def approve(tool, text):
         s = journal(mino_home)
         with s.write() as r:
-            u = next(n.id for n in s.graph.nodes.values() if n.label == USER_LABEL)
+            u = next(n.id for n in replay(s).nodes.values() if n.label == USER_LABEL)
             r.fact(u, "language", "answers in French")
         s.close()
         return True
@@ -83,8 +84,8 @@ def test_replacing_shows_the_current_value_and_keeps_history(make_harness, scrip
             "where": "project", "key": "package manager", "value": value}}]}, {"text": "ok"})
         h.turn("remember the package manager")
     assert 'Current value: "pnpm"' in h.ui.asked[-1][1]
-    g = journal(mino_home).graph
-    p = next(n for n in g.nodes.values() if n.label.startswith("project "))
+    g = graph_of(mino_home)
+    p = next(n for n in replay(g).nodes.values() if n.label.startswith("project "))
     assert p.fact("package manager").value == "yarn"
     assert [f.value for f in p.facts if f.key == "package manager"] == ["pnpm", "yarn"]
     assert any(k == "provenance" and "source memory_save" in d for _, k, d in p.log)
@@ -96,8 +97,8 @@ def test_new_node_then_search_and_view_never_ask(make_harness, scripted_server, 
         "where": "new", "label": "staging deploy", "key": "how",
         "value": "deploy staging with make stage", "area": "procedural"}}]}, {"text": "ok"})
     h.turn("remember how to deploy staging")
-    g = journal(mino_home).graph
-    node = next(n for n in g.nodes.values() if n.label == "staging deploy")
+    g = graph_of(mino_home)
+    node = next(n for n in replay(g).nodes.values() if n.label == "staging deploy")
     assert node.area == "Procedural"
     scripted_server.add({"calls": [{"name": "memory_search",
                                     "arguments": {"query": "deploy staging"}},

@@ -2,7 +2,7 @@
 from memeval_corpus import T, corpus_ops, evaluate
 
 from mino_memory_graph.core.model import Graph
-from mino_memory_graph.recall.recall import RecallEngine
+from oracle_recall import RecallEngine
 from mino_memory_graph.store import Store
 
 
@@ -51,21 +51,32 @@ def test_memeval_default_scorer_is_hybrid_and_not_worse(tmp_path):
     assert res["hits_at_1"] >= 16 and res["hits_at_3"] >= 17 and res["mrr"] >= 0.7427 - 5e-5
 
 
-def test_scorer_from_config_name_and_factory(tmp_path):
-    from mino_memory_graph.recall.hybrid import HybridScorer
-    from mino_memory_graph.recall.recall import MnemoScorer
+def test_the_index_mnemo_scorer_ranks_and_scores_as_the_oracle(tmp_path):
+    """Mnemo's rule over the index's stored vectors gives the in-memory oracle's hits,
+    scores and all, on every memeval query, filtered by kind or not."""
+    from mino_memory_graph.core import ops
+    from memeval_corpus import CASES
+    p = tmp_path / "journal.jsonl"
+    p.write_bytes(b"".join(ops.encode(*op) for op in corpus_ops()))
+    g = Graph()
+    for op in corpus_ops():
+        g.apply(*op)
+    eng = RecallEngine(g)
+    s = Store.open(p, scorer="mnemo")
+    for q, _ in CASES:
+        for kind in ("Aspect", None):
+            want = [(h.node, h.score, h.via_graph) for h in eng.search(q, 8, kind=kind).hits]
+            got = [(h.node, h.score, h.via_graph) for h in s.search(q, 8, kind=kind).hits]
+            assert got == want, q
+
+
+def test_scorer_from_config_name(tmp_path):
+    from mino_memory_graph.recall.search import IndexSearch, MnemoSearch
 
     p = tmp_path / "journal.jsonl"
     cfg = {"memory": {"graph": {"scorer": "mnemo"}}}
-    assert isinstance(Store.open(p, config=cfg).scorer, MnemoScorer)
-    assert isinstance(Store.open(p, use_index=False).scorer, HybridScorer)
-    from mino_memory_graph.recall.search import IndexSearch
-
+    assert isinstance(Store.open(p, config=cfg).scorer, MnemoSearch)
     assert isinstance(Store.open(p).scorer, IndexSearch)  # the default, from the index
-    assert isinstance(Store.open(p, scorer=HybridScorer).scorer, HybridScorer)
-    made = []
-    s = Store.open(p, scorer=lambda g: made.append(g) or MnemoScorer())
-    assert isinstance(s.scorer, MnemoScorer) and made == [s.graph]
     import pytest
     with pytest.raises(ValueError):
         Store.open(p, scorer="no-such-scorer")

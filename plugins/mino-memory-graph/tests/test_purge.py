@@ -13,7 +13,8 @@ from mino_core.testing.harness import isolated_env
 from mino_memory_graph.cli.purge import TOMBSTONE
 from mino_memory_graph.store import Store
 
-from graphtest import journal, mino, ok
+from graphtest import graph_of, journal, mino, ok
+from oracle import replay
 
 SECRET = "purple marzipan gondola"
 CONFIG = {"memory": {"backend": "graph", "graph": {"reflect": "off"}}}
@@ -65,9 +66,9 @@ def test_purge_removes_the_text_from_every_file_under_the_graph_folder(
     before = files_holding(graph, SECRET)
     assert {"journal.jsonl", "journal.index", "journal.corrupt"} <= set(before)
     assert any(".before-repair-" in name for name in before)
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     counters = (g.next_node, g.next_edge, g.next_fact)
-    unrelated = {id: g.state_of(id) for id, n in g.nodes.items()
+    unrelated = {id: g.state_of(id) for id, n in replay(g).nodes.items()
                  if SECRET not in g.state_of(id) and not n.deleted}
     g = None
     targets = nodes_holding(mino_home, SECRET)
@@ -87,7 +88,7 @@ def test_purge_removes_the_text_from_every_file_under_the_graph_folder(
     check = mino(mino_home, "memory", "check")  # the one bad line is still there
     assert "matches replay" in check.stdout and "1 line(s) quarantined" in check.stdout
     assert "bad journal line" not in check.stderr  # already reported before the purge
-    g = journal(mino_home).graph
+    g = graph_of(mino_home)
     assert (g.next_node, g.next_edge, g.next_fact)[0] == counters[0]  # ids kept
     for n in targets:
         if n not in user_node:
@@ -172,8 +173,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 from mino_memory_graph.store import Store
 mode, path, target, other = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-kw = {"lazy": {"lazy": True}, "partial": {}, "memory": {"use_index": False}}[mode]
-s = Store.open(path, fsync=False, **kw)
+s = Store.open(path, fsync=False)
 if mode != "lazy":
     s.graph
 def view():
@@ -190,7 +190,7 @@ s.close()
 """
 
 
-@pytest.mark.parametrize("mode", ["lazy", "partial", "memory"])
+@pytest.mark.parametrize("mode", ["lazy", "partial"])
 def test_a_process_holding_the_old_journal_sees_the_purge(tmp_path, mode):
     home = tmp_path / "home"
     home.mkdir()
@@ -228,28 +228,8 @@ def test_a_process_holding_the_old_journal_sees_the_purge(tmp_path, mode):
     assert "\nok" in ok(home, "memory", "check").stdout
 
 
-def test_purge_without_the_index_removes_the_cache_and_a_stale_index(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "config.yaml").write_text("memory:\n  backend: graph\n  graph:\n    index: off\n")
-    jpath = home / "graph" / "journal.jsonl"
-    s = Store.open(jpath)  # an earlier open with the index on left journal.index
-    with s.write() as r:
-        a = r.create_node("Aspect", f"vault phrase {SECRET}")
-        r.fact(a, "phrase", f"it is {SECRET}")
-    s.close()
-    s = Store.open(jpath, use_index=False)
-    s.save_cache()
-    s.close()
-    assert {"journal.jsonl", "journal.index", "journal.cache"} <= set(
-        files_holding(home / "graph", SECRET))
-    ok(home, "memory", "purge", str(a), "--yes")
-    assert files_holding(home / "graph", SECRET) == []
-    assert TOMBSTONE in ok(home, "memory", "show", str(a)).stdout
-
-
 def test_purges_while_other_processes_write_lose_no_write(tmp_path):
-    """Writers (graph over the index, and the in-memory graph) append while purges rewrite
+    """Two writers append while purges rewrite
     the journal: every acknowledged request is in the final journal, once."""
     home = tmp_path / "home"
     home.mkdir()
@@ -267,8 +247,8 @@ def test_purges_while_other_processes_write_lose_no_write(tmp_path):
     count = 1500
     acks = [tmp_path / "alpha.ack", tmp_path / "beta.ack"]
     procs = [subprocess.Popen([sys.executable, writer, str(jpath), tag, str(count),
-                               str(tmp_path / f"{tag}.ack"), *extra])
-             for tag, extra in (("alpha", ["index"]), ("beta", []))]
+                               str(tmp_path / f"{tag}.ack")])
+             for tag in ("alpha", "beta")]
 
     def acked():
         return [a.stat().st_size if a.exists() else 0 for a in acks]
@@ -289,12 +269,12 @@ def test_purges_while_other_processes_write_lose_no_write(tmp_path):
                 p.kill()
     text = jpath.read_text()
     assert SECRET not in text
-    g = journal(home).graph
+    g = graph_of(home)
     for tag in ("alpha", "beta"):
         assert (tmp_path / f"{tag}.ack").read_bytes() == b"1" * count
-        labels = [n.label for n in g.nodes.values() if n.label.startswith(f"{tag} node")]
+        labels = [n.label for n in replay(g).nodes.values() if n.label.startswith(f"{tag} node")]
         assert len(labels) == len(set(labels)) == count // 5
-        values = [f.value for n in g.nodes.values() for f in n.facts
+        values = [f.value for n in replay(g).nodes.values() for f in n.facts
                   if f.value.startswith(f"{tag} value")]
         assert len(values) == len(set(values)) == count - count // 5
     for t in targets:

@@ -9,14 +9,15 @@ from mino_memory_graph.loop import loop, reflect
 from mino_memory_graph.loop.loop import REFLECTION_TITLE, SKILL_TITLE
 from mino_memory_graph.loop.standing import USER_LABEL
 
-from graphtest import GRAPH, journal
+from graphtest import GRAPH, graph_of, journal
+from oracle import replay
 
 pytestmark = pytest.mark.usefixtures("graph_only")
 
 
 def node(home, label):
-    g = journal(home).graph
-    return next((n for n in g.nodes.values() if n.label == label and not n.deleted), None)
+    g = graph_of(home)
+    return next((n for n in replay(g).nodes.values() if n.label == label and not n.deleted), None)
 
 
 def facts(n):
@@ -62,15 +63,15 @@ def test_reflection_confirmed_writes_only_safe_user_and_observed_facts(
     # a secret is redacted, not a reason to drop the item (issue 25 item 4)
     assert facts(user) == {"language": "answers in Chinese", "token": "api_key=[redacted]"}
     assert b"sk-live" not in journal(mino_home).path.read_bytes()
-    g = journal(mino_home).graph
-    project = next(n for n in g.nodes.values() if n.label.startswith("project "))
+    g = graph_of(mino_home)
+    project = next(n for n in replay(g).nodes.values() if n.label.startswith("project "))
     pf = facts(project)
     assert pf["test command"] == "make check"
     assert pf["last session"].endswith(": set the answer language — done")
     assert "setup" not in pf
     sid = h.session.id
     assert any(k == "provenance" and f"session {sid}, source user" in d for _, k, d in user.log)
-    ep = max((n for n in g.nodes.values() if n.kind == "TaskEpisode"), key=lambda n: n.id)
+    ep = max((n for n in replay(g).nodes.values() if n.kind == "TaskEpisode"), key=lambda n: n.id)
     assert facts(ep)["goal"] == "set the answer language" and facts(ep)["outcome"] == "done"
 
 
@@ -91,10 +92,10 @@ def test_reflection_refused_writes_nothing(make_harness, scripted_server, mino_h
     h, _ = run_turn(make_harness, scripted_server, approve="none")
     assert [t for t, _, _ in h.ui.asked] == [REFLECTION_TITLE]
     assert facts(node(mino_home, USER_LABEL)) == {}
-    g = journal(mino_home).graph
-    project = next(n for n in g.nodes.values() if n.label.startswith("project "))
+    g = graph_of(mino_home)
+    project = next(n for n in replay(g).nodes.values() if n.label.startswith("project "))
     assert set(facts(project)) == {"path"}
-    ep = max((n for n in g.nodes.values() if n.kind == "TaskEpisode"), key=lambda n: n.id)
+    ep = max((n for n in replay(g).nodes.values() if n.kind == "TaskEpisode"), key=lambda n: n.id)
     assert "goal" not in facts(ep)
     assert before is None
 
@@ -137,8 +138,8 @@ def test_fix_attaches_to_this_runs_pain_marker(make_harness, scripted_server, mi
         {"calls": [{"name": "probe_run", "arguments": {"command": "make test"}}]},
         {"text": "tests pass"}, {"text": json.dumps(answer)})
     h.turn("run the tests")  # failure then success: worth a reflection
-    g = journal(mino_home).graph
-    markers = [n for n in g.nodes.values() if n.area == "Salience"]
+    g = graph_of(mino_home)
+    markers = [n for n in replay(g).nodes.values() if n.area == "Salience"]
     assert len(markers) == 1
     assert facts(markers[0])["fix"] == "run make deps before make test"
     assert "learned from" in facts(markers[0])

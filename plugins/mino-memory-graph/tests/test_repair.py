@@ -7,7 +7,7 @@ import stat
 
 from mino_memory_graph.store import Store
 
-from graphtest import journal, mino
+from graphtest import graph_of, journal, mino
 
 
 def make_home(tmp_path):
@@ -39,7 +39,7 @@ def test_repair_drops_exactly_the_quarantined_lines_and_keeps_the_old_journal(tm
     with open(jpath, "ab") as fh:
         fh.write(BAD[2] + BAD[3] + b'{"CommitLog":{"node":1,"kind":"x","det')  # torn tail
     original = jpath.read_bytes()
-    before = journal(home).graph
+    before = graph_of(home)
     want = {id: before.state_of(id) for id in before.nodes}
     counters = (before.next_node, before.next_edge, before.next_fact, before.clock)
     check = mino(home, "memory", "check")
@@ -57,7 +57,7 @@ def test_repair_drops_exactly_the_quarantined_lines_and_keeps_the_old_journal(tm
     assert all(b.rstrip(b"\n") not in new for b in BAD) and b'"det' not in new
     assert new == b"".join(line for line in original.splitlines(keepends=True)
                            if line not in BAD and not line.startswith(b'{"CommitLog":{"node":1,"kind":"x"'))
-    after = journal(home).graph
+    after = graph_of(home)
     assert {id: after.state_of(id) for id in after.nodes} == want
     assert (after.next_node, after.next_edge, after.next_fact, after.clock) == counters
     data = json.loads(mino(home, "memory", "check", "--json").stdout)
@@ -93,5 +93,5 @@ def test_a_store_open_across_a_repair_writes_to_the_new_journal(tmp_path):
     s.close()
     text = jpath.read_text()
     assert '"value":"8081"' in text and "not json at all" not in text
-    assert journal(home).graph.nodes[a].fact("port").value == "8081"
+    assert graph_of(home).nodes[a].fact("port").value == "8081"
     assert "\nok" in mino(home, "memory", "check").stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mino_memory_graph.core import ops
-from mino_memory_graph.state.cache import same_graph
+from oracle import replay, same_graph
 from mino_memory_graph.journal.journal import parse_one
 from mino_memory_graph.store import Store
 
@@ -34,10 +34,10 @@ def test_eight_processes_250_ops_each(tmp_path):
     fact_ids = [b.get("fact_id", b.get("new_fact_id")) for n, b in parsed if n != "CreateNode"]
     assert len(node_ids) == len(set(node_ids)) == 8 * 50
     assert len(fact_ids) == len(set(fact_ids)) == 8 * 200
-    s = Store.open(path, use_cache=False)
-    assert s.report.applied == 2000 and s.report.skipped == 0 and s.report.quarantined == 0
+    s = Store.open(path)  # its index has every op, none skipped or quarantined
+    assert (s.index.stat("ops"), s.index.stat("skipped"), s.quarantined_total()) == (2000, 0, 0)
     # the union: every writer's nodes are all there with their last values
-    labels = {n.label for n in s.graph.nodes.values()}
+    labels = {n.label for n in replay(s).nodes.values()}
     assert all(f"p{i} node {j}" in labels for i in range(8) for j in range(0, 250, 5))
     ats = [b["at"] for _, b in parsed]
     assert ats == sorted(ats)
@@ -49,8 +49,8 @@ def test_writer_killed_at_random_moments(tmp_path):
     Store.open(path)
     rnd = random.Random(7)
     for round_ in range(30):
-        before = Store.open(path, use_cache=False)
-        n_before = before.report.applied
+        before = Store.open(path)
+        n_before = before.index.stat("ops")
         acked_before = ack.stat().st_size if ack.exists() else 0
         p = _spawn(path, f"r{round_}", 10_000, str(ack))
         time.sleep(rnd.uniform(0.08, 0.25))
@@ -59,11 +59,11 @@ def test_writer_killed_at_random_moments(tmp_path):
         if round_ % 3 == 0:  # now and then a writer dies mid-line
             with open(path, "ab") as fh:
                 fh.write(b'{"AddFact":{"node":1,"fact_id":')
-        s = Store.open(path, use_cache=False)  # always opens
+        s = Store.open(path)  # always opens
         acked = (ack.stat().st_size if ack.exists() else 0) - acked_before
-        applied = s.report.applied - n_before
+        applied = s.index.stat("ops") - n_before
         assert acked <= applied <= acked + 1, (acked, applied)  # at most the op in flight
-        assert s.report.skipped == 0
+        assert s.index.stat("skipped") == 0
     corrupt = path.with_suffix(".corrupt").read_text().splitlines()
     # every record is one of our torn lines: first seen torn, later (once the next
     # writer terminated it) as a complete bad line; each (offset, text) is recorded once
@@ -72,7 +72,7 @@ def test_writer_killed_at_random_moments(tmp_path):
     frag = '{"AddFact":{"node":1,"fact_id":'
     assert recs and all(r["raw"] and not r["raw"].replace(frag, "") for r in recs)
     assert any("torn" in r["reason"] for r in recs)
-    final = Store.open(path, use_cache=False)
+    final = Store.open(path)
     with final.write() as r:
         r.create_node("Aspect", "still writable")
 
@@ -119,8 +119,8 @@ def test_garbage_lines_are_quarantined(tmp_path_factory, garbage, pos):
     dirty = d / "journal.jsonl"
     dirty.write_bytes(b"".join(GOOD[:pos]) + b"".join(g + b"\n" for g in garbage)
                       + b"".join(GOOD[pos:]))
-    ref = Store.open(clean, use_cache=False)
-    s = Store.open(dirty, use_cache=False)
+    ref = Store.open(clean)
+    s = Store.open(dirty)
     assert s.report.quarantined == len(garbage)
     assert same_graph(s.graph, ref.graph)
     recs = dirty.with_suffix(".corrupt").read_text().splitlines()

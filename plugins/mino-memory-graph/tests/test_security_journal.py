@@ -18,7 +18,7 @@ import pytest
 
 from mino_core.testing.harness import isolated_env
 from mino_memory_graph.core import ops
-from mino_memory_graph.state.cache import same_graph
+from oracle import replay, same_graph
 from mino_memory_graph.journal.journal import MAX_LINE
 from mino_memory_graph.store import Store
 
@@ -73,7 +73,7 @@ def jpath(tmp_path):
 def test_surrogates_and_repeated_keys_are_quarantined_in_process(jpath):
     good = good_lines()
     write(jpath, good[:2] + BAD[:3] + good[2:] + BAD[3:] + FINE)
-    s = Store.open(jpath, use_cache=False)
+    s = Store.open(jpath)
     assert s.report.quarantined == len(BAD), s.report.bad
     assert 7 not in s.graph.nodes and 8 not in s.graph.nodes and 9 not in s.graph.nodes
     n1, n2 = s.graph.nodes[1], s.graph.nodes[2]
@@ -86,21 +86,9 @@ def test_surrogates_and_repeated_keys_are_quarantined_in_process(jpath):
     assert sum("surrogate" in r for r in reasons) == 2
     assert sum("given twice" in r for r in reasons) == 4
     # every state is text again (this is what crashed show and search)
-    for nid in s.graph.nodes:
+    for nid in replay(s).nodes:
         s.state(nid).encode("utf-8")
     assert s.check()["replay"]["quarantined"] == len(BAD)
-
-
-def test_cache_never_holds_a_quarantined_line(jpath):
-    write(jpath, good_lines() + BAD)
-    s = Store.open(jpath, use_index=False)
-    s.save_cache()
-    s.close()
-    c = Store.open(jpath, use_index=False)
-    assert c.loaded_from_cache
-    assert 7 not in c.graph.nodes and c.graph.nodes[1].fact("owner") is None
-    for nid in c.graph.nodes:
-        c.state(nid).encode("utf-8")
 
 
 def _mino(home, *args):
@@ -139,7 +127,7 @@ def test_line_over_the_limit_is_quarantined_unparsed(jpath, monkeypatch):
     assert len(just) - 1 <= MAX_LINE < len(huge) - 1
     write(jpath, good[:2] + [huge] + good[2:] + [just])
     for lazy in (False, True):  # a replay into memory, then the index's view
-        s = Store.open(jpath, use_cache=False) if not lazy else Store.open(jpath, lazy=True)
+        s = Store.open(jpath) if not lazy else Store.open(jpath)
         assert s.graph.nodes[1].fact("blob") is None  # a valid op, but too long to read
         assert len(s.graph.nodes[2].fact("blob").value) == MAX_LINE - 100
         assert s.quarantined_total() == 1
@@ -163,7 +151,7 @@ def test_fifty_megabyte_line_costs_little(jpath):
         fh.write(b'","at":1700000000030}}\n')
         fh.write(b"".join(good[2:]))
     t = time.perf_counter()
-    s = Store.open(jpath, use_cache=False)
+    s = Store.open(jpath)
     s.search("deploy port")
     took = time.perf_counter() - t
     assert s.report.quarantined == 1 and 2 in s.graph.nodes
@@ -174,80 +162,22 @@ def test_corrupt_records_a_bad_line_once(jpath):
     good = good_lines()
     write(jpath, good[:2] + [b"not json\n"] + good[2:] + [BAD[0]])
     for _ in range(3):
-        s = Store.open(jpath, use_cache=False)
-        assert s.report.quarantined == 2  # still skipped and counted on every open
+        s = Store.open(jpath)
+        assert s.quarantined_total() == 2  # still skipped and counted on every open
         s.close()
     assert len(corrupt(jpath)) == 2
     # a new bad line (another offset) is recorded; the old ones are not repeated
     with open(jpath, "ab") as fh:
         fh.write(b"more garbage\n")
-    s = Store.open(jpath, use_cache=False)
-    assert s.report.quarantined == 3
+    s = Store.open(jpath)
+    assert s.quarantined_total() == 3
     recs = corrupt(jpath)
     assert len(recs) == 3 and recs[-1]["raw"] == "more garbage"
     # the same text at an offset never recorded (a rewritten journal) is recorded
     write(jpath, [b"not json\n"] + good)
-    Store.open(jpath, use_cache=False)
+    Store.open(jpath)
     assert len(corrupt(jpath)) == 4
 
 
 # --- item 12: the cache proves the whole prefix ----------------------------------------
 
-def test_same_length_edit_mid_journal_rejects_the_cache(jpath):
-    s = Store.open(jpath, fsync=False, use_index=False)
-    with s.write() as r:
-        n = r.create_node("Aspect", "contact")
-    for i in range(3000):  # the edit lies well past the first and before the last 64 KiB
-        with s.write() as r:
-            r.commit_log(n, "note", f"padding {i:05d} " + "p" * 40)
-            if i == 1500:
-                r.fact(n, "phone", "call Alice on 555-0100")
-    s.save_cache()
-    s.close()
-    data = jpath.read_bytes()
-    secret = b"call Alice on 555-0100"
-    at = data.index(secret)
-    assert 64 * 1024 < at < len(data) - 64 * 1024
-    blank = b"x" * len(secret)  # the user blanks it out by hand, same length
-    jpath.write_bytes(data[:at] + blank + data[at + len(secret):])
-    c = Store.open(jpath, use_index=False)
-    assert not c.loaded_from_cache
-    assert "differs" in c.cache_note
-    assert c.graph.nodes[n].fact("phone").value == blank.decode()
-    assert "555-0100" not in c.state(n)
-    assert c.check()["ok"]
-
-
-def test_running_hash_follows_appends_and_catch_up(jpath):
-    """The hash saved with the cache is kept as the journal grows: appends by this
-    store, lines from another process, a torn line terminated later; every cache
-    written along the way is accepted by a fresh open and equals a replay."""
-    a, b = Store.open(jpath, use_index=False), Store.open(jpath, use_index=False)
-    with a.write() as r:
-        n = r.create_node("Aspect", "alpha")
-    with b.write() as r:
-        r.fact(n, "k", "from b")
-    with open(jpath, "ab") as fh:
-        fh.write(b'{"AddFact":{"node":1,')  # a writer died mid-line
-    with a.write() as r:  # catches up b's line and the torn one, then terminates it
-        r.fact(n, "k", "from a")
-    for store in (a, b):
-        store.save_cache()
-        c = Store.open(jpath, use_index=False)
-        assert c.loaded_from_cache, c.cache_note
-        assert same_graph(c.graph, Store.open(jpath, use_cache=False, use_index=False).graph)
-        c.close()
-
-
-def test_cache_of_the_old_format_is_rebuilt(jpath):
-    from mino_memory_graph.state import cache
-
-    s = Store.open(jpath, use_index=False)
-    with s.write() as r:
-        r.create_node("Aspect", "alpha")
-    s.save_cache()
-    raw = jpath.with_suffix(".cache").read_bytes()
-    old = raw.replace(b'"format": %d' % cache.FORMAT, b'"format": 3', 1)
-    jpath.with_suffix(".cache").write_bytes(old)
-    c = Store.open(jpath, use_index=False)
-    assert not c.loaded_from_cache and "format 3" in c.cache_note

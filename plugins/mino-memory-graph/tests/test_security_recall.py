@@ -102,7 +102,7 @@ def test_a_claim_saved_before_the_filter_knew_it_is_withheld_when_recalled(
     edit, or Mnemo) saved with a claim of approval is withheld, its neighbours shown."""
     home = run.home
     home.mkdir()
-    s = Store.open(home / "graph" / "journal.jsonl", use_cache=False)
+    s = Store.open(home / "graph" / "journal.jsonl")
     with s.write() as r:
         p = r.create_node("Entity", f"project {project_identity(run.project)}")
         m = r.create_node("Aspect", "staging deploy steps", "Procedural")
@@ -128,7 +128,7 @@ def test_lines_another_program_wrote_pass_the_same_filter_and_escaping(run, scri
     home = run.home
     home.mkdir()
     path = home / "graph" / "journal.jsonl"
-    s = Store.open(path, use_cache=False)
+    s = Store.open(path)
     with s.write() as r:
         p = r.create_node("Entity", f"project {project_identity(run.project)}")
     nn, nf, ne = s.graph.next_node, s.graph.next_fact, s.graph.next_edge

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mino_core.testing.harness import isolated_env
-from mino_memory_graph.state.cache import same_graph
+from oracle import same_graph
 from mino_memory_graph.journal.journal import Report, fold_range, parse_one
 from mino_memory_graph.core.model import Graph
 from mino_memory_graph.store import Store
@@ -345,7 +345,7 @@ def test_unreachable_server_recall_goes_on_writes_fail_cleanly(pg, tmp_path):
             assert db["mino_password"] not in out.stdout + out.stderr
         # the loop's own reads: a store opened offline recalls; a write raises OSError
         s = Store.open(home=home, config=cfg(db["mino_url"]))
-        assert "8081" in s.recall_brief("deploy port")["block"]
+        assert any("8081" in r["state"] for r in s.search_json("deploy port")["results"])
         mirror = s.journal.path.read_bytes()
         with pytest.raises(OSError):
             with s.write() as r:

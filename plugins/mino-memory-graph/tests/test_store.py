@@ -8,10 +8,11 @@ from hypothesis import example, given, settings, strategies as st
 
 from mino_memory_graph.core import model as _model
 from mino_memory_graph.core import ops
-from mino_memory_graph.state.cache import same_graph
+from oracle import replay, same_graph
 from mino_memory_graph.journal.journal import Report, fold
 from mino_memory_graph.core.model import ApplyError, CLOCK_START, Graph
-from mino_memory_graph.store import MemoryError_, Store
+from mino_memory_graph.core.errors import MemoryError_
+from mino_memory_graph.store import Store
 
 
 @pytest.fixture
@@ -127,7 +128,7 @@ def test_soft_and_hard_delete(jpath):
         s.state(b)
     with s.write() as r:
         assert r.create_node("Aspect", "new") == 3  # ids never reused
-    s2 = Store.open(jpath, use_cache=False)
+    s2 = Store.open(jpath)
     assert same_graph(s2.graph, s.graph)
 
 
@@ -183,7 +184,7 @@ def test_replay_equals_live_and_mnemo_lines_load(jpath):
     with s.write() as r:
         r.push_context(1, 2, "note", 3, [0.5, 1.0, 2.0])
         r.set_area(1, "executive")
-    s2 = Store.open(jpath, use_cache=False)
+    s2 = Store.open(jpath)
     assert same_graph(s2.graph, s.graph)
     assert s2.state(1) == s.state(1)
     # a line as Mnemo writes it (vec omitted, f32 delta) replays here
@@ -202,7 +203,7 @@ def test_quarantine_bad_lines_and_blank_padding(jpath):
            b'{"AddFact":{"node":1}}\n', b'{"CreateNode":{"id":-1,"kind":"Aspect","label":"x","at":1}}\n',
            b'{"AddFact":{"node":1,"fact_id":99,"key":"k","value":"' + b"x" * 50000 + b'","at":1}} trailing\n']
     jpath.write_bytes(b"".join(good[:3] + bad + good[3:]))
-    s2 = Store.open(jpath, use_cache=False)
+    s2 = Store.open(jpath)
     assert same_graph(s2.graph, s.graph)
     assert s2.report.quarantined == 6 and s2.report.blank == 2
     recs = [json.loads(l) for l in jpath.with_suffix(".corrupt").read_text().splitlines()]
@@ -221,7 +222,7 @@ def test_lines_that_only_parse_together_are_each_quarantined(jpath):
            b'{","at":1700000000077}}\n'
            b'1,2\n')
     jpath.write_bytes(good + bad)
-    s2 = Store.open(jpath, use_cache=False)
+    s2 = Store.open(jpath)
     assert same_graph(s2.graph, s.graph) and 7 not in s2.graph.nodes
     assert s2.report.quarantined == 3
 
@@ -261,7 +262,7 @@ def test_unappliable_line_skipped_with_warning(jpath):
     with open(jpath, "ab") as fh:
         fh.write(ops.encode(*ops.create_node(1, "Aspect", "dup", CLOCK_START + 50)))
         fh.write(ops.encode(*ops.add_fact(42, 100, "k", "v", CLOCK_START + 50)))
-    s2 = Store.open(jpath, use_cache=False)
+    s2 = Store.open(jpath)
     assert s2.report.skipped == 2 and s2.graph.nodes[1].label == "deploy port"
     assert any("skipping unappliable" in n for n in notices.drain())  # a notice, not raw stderr
     assert not s2.check()["ok"]
@@ -280,7 +281,7 @@ def test_torn_last_line_is_terminated_and_quarantined(jpath):
     raw = jpath.read_bytes()
     assert raw[size:].startswith(b'{"CreateNode":{"id":3,"kind":"Asp\n{"CreateNode"')
     assert n == 3
-    fresh = Store.open(jpath, use_cache=False)
+    fresh = Store.open(jpath)
     assert same_graph(fresh.graph, s.graph)
     other.refresh()
     assert same_graph(other.graph, s.graph)
@@ -296,38 +297,7 @@ def test_torn_but_complete_tail_is_applied(jpath):
     assert o.graph.nodes[3].label == "whole"
     with s.write() as r:
         assert r.create_node("Aspect", "next") == 4
-    assert same_graph(Store.open(jpath, use_cache=False).graph, s.graph)
-
-
-def test_derived_cache_valid_stale_damaged(jpath):
-    s = Store.open(jpath, use_index=False)
-    build(s)
-    s.save_cache()
-    c = Store.open(jpath, use_index=False)
-    assert c.loaded_from_cache and same_graph(c.graph, s.graph)
-    q = "deploy port"
-    assert [(h.node, h.score) for h in c.search(q).hits] == [(h.node, h.score) for h in s.search(q).hits]
-    # appended lines after the cache replay on top of it
-    with s.write() as r:
-        r.create_node("Aspect", "later deploy")
-    c2 = Store.open(jpath, use_index=False)
-    assert c2.loaded_from_cache and same_graph(c2.graph, s.graph)
-    assert c2.check()["cache"]["matches_replay"]
-    # damaged cache -> rebuilt from the journal
-    from mino_memory_graph.state.cache import read_header
-
-    header, start = read_header(jpath.with_suffix(".cache"))
-    data = bytearray(jpath.with_suffix(".cache").read_bytes())
-    data[start + header["sections"]["graph"][0] + 10] ^= 0xFF  # inside a checked section
-    jpath.with_suffix(".cache").write_bytes(bytes(data))
-    c3 = Store.open(jpath, use_index=False)
-    assert not c3.loaded_from_cache and same_graph(c3.graph, s.graph)
-    # a journal rewritten under the cache -> stale
-    s.save_cache()
-    jpath.write_bytes(jpath.read_bytes().replace(b"deploy port", b"deploy PORT"))
-    c4 = Store.open(jpath, use_index=False)
-    assert not c4.loaded_from_cache and c4.graph.nodes[1].label == "deploy PORT"
-    assert "rebuilt" in c4.cache_note
+    assert same_graph(replay(jpath), s.graph)
 
 
 def test_request_validation_errors(jpath):
@@ -340,11 +310,11 @@ def test_request_validation_errors(jpath):
             r.create_node("Aspect", "kept")
             r.add_fact(99, "k", "v")
     # the op applied before the failure was still journaled: memory == journal
-    assert same_graph(Store.open(jpath, use_cache=False).graph, s.graph)
+    assert same_graph(replay(jpath), s.graph)
     with pytest.raises(ValueError):
         with s.write() as r:
             r.create_node("Aspect", "bad \udcff surrogate")
-    assert same_graph(Store.open(jpath, use_cache=False).graph, s.graph)
+    assert same_graph(replay(jpath), s.graph)
 
 
 def test_journal_location(tmp_path, monkeypatch):
@@ -355,36 +325,6 @@ def test_journal_location(tmp_path, monkeypatch):
     assert resolve_journal_path(tmp_path, cfg) == tmp_path / "x.jsonl"
     monkeypatch.setenv("MNEMO_MEMORY_JOURNAL", str(tmp_path / "env.jsonl"))
     assert resolve_journal_path(tmp_path, cfg) == tmp_path / "env.jsonl"
-
-
-def test_cached_nodes_load_lazily_and_round_trip(jpath):
-    from mino_memory_graph.core.model import LazyNode
-
-    s = Store.open(jpath, use_index=False)
-    a, p, e, fid, old = build(s)
-    with s.write() as r:
-        b = r.create_node("Aspect", "other node")
-        r.fact(b, "k", "v1")
-        r.push_context(b, a, "note", dim=2, vec=[0.5, 0.25])
-        r.unlink(e)
-    s.save_cache()
-    c = Store.open(jpath, use_index=False)
-    assert c.loaded_from_cache
-    n = c.graph.nodes[b]
-    assert isinstance(n, LazyNode) and n.raw_body() is not None  # nothing read yet
-    assert c.graph.nodes[a].label == "deploy port" and c.graph.nodes[a].raw_body() is not None
-    # a write on an unread node reads it first; an untouched one is saved as it was read
-    with c.write() as r:
-        r.fact(b, "k", "v2")
-    assert n.raw_body() is None and [f.value for f in n.facts] == ["v1", "v2"]
-    assert c.graph.nodes[b].context[0]["vec"] == [0.5, 0.25]
-    c.save_cache()
-    d = Store.open(jpath, use_index=False)
-    assert d.loaded_from_cache
-    fresh = Store.open(jpath, use_cache=False, use_index=False)
-    assert same_graph(d.graph, fresh.graph) and same_graph(c.graph, fresh.graph)
-    assert d.state(a) == fresh.state(a) and d.history(b) == fresh.history(b)
-    assert d.check()["ok"]
 
 
 # --- the per-node index of active facts by key ------------------------------------------
@@ -533,12 +473,3 @@ def test_bad_lines_are_unreported_until_marked(jpath):
     assert [r["raw"] for r in s.journal.unreported()] == ["garbage two"]
     assert stat.S_IMODE(os.stat(s.journal.reported_path).st_mode) == 0o600
     s.close()
-
-
-def test_the_running_hash_is_the_one_the_derived_cache_checks():
-    """store.py names the cache's hash without importing the cache (an index-backed open
-    never reads it)."""
-    from mino_memory_graph.state import cache
-    from mino_memory_graph import store
-
-    assert store._HASH == cache.HASH

@@ -10,10 +10,7 @@ from mino_memory_graph.store import Store  # noqa: E402
 
 def main():
     path, tag, count, ack = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    if len(sys.argv) > 5 and sys.argv[5] == "index":  # the default: a graph over the index
-        s = Store.open(path, fsync=False)
-    else:
-        s = Store.open(path, fsync=False, use_cache=False)
+    s = Store.open(path, fsync=False)
     ack_fd = os.open(ack, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if ack != "-" else None
     node = None
     for i in range(count):

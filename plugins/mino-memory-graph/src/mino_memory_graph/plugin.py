@@ -110,8 +110,6 @@ def config_schema(context):
         "journal": {"type": "string", "format": "file-path", "default": "<home>/graph/journal.jsonl"},
         "scorer": {"enum": ["hybrid-v1", "hybrid", "default", "mnemo", "mnemo-cosine", "hashing-v1"],
                    "default": "hybrid-v1"},
-        "index": {"type": ["boolean", "string"], "enum": [True, False, "on", "off", "true", "false",
-                                                          "yes", "no", "0", "1"], "default": "on"},
         "reflect": {"enum": ["auto", False, "off", "no", True, "on"], "default": "auto"},
         "guard": {"enum": ["on", "off", True, False], "default": "on"},
         "episodes": {"enum": [True, False, "on", "off", "yes", "no"], "default": "on"},

@@ -1,7 +1,7 @@
 """``mino memory ...`` with the graph backend: list, search, show, history, forget, purge,
 stats, check (and ``--repair``), import-files.
 
-Each opens the store lazily (``Store.open(lazy=True)``): a read is answered from
+Each opens the store lazily (``Store.open()``): a read is answered from
 ``journal.index`` alone, and only writes (``forget``, ``purge``, a repair) and ``check``
 build a graph. What a person reads is the fact, where it came from and when
 (``listing.py``); the routing behind a search (areas, scores, clusters) and the node's
@@ -26,7 +26,7 @@ def _open(context):
     from ..store import Store
 
     try:
-        store = Store.open(home=context.home, config=context.config, lazy=True)
+        store = Store.open(home=context.home, config=context.config, )
     except OSError as e:
         raise click.ClickException(f"cannot open the memory journal: {e}") from None
     _report_quarantine(store)
@@ -160,7 +160,8 @@ def register_commands(group, context):
     def list_cmd(limit, offset, episodes, everything, kind, explain, as_json):
         """List memories and their facts, the most recently changed first."""
         from .listing import listing
-        from ..store import MemoryError_, _parse_kind
+        from ..core.errors import MemoryError_
+        from ..store import _parse_kind
 
         store = _open(context)
         try:
@@ -202,7 +203,7 @@ def register_commands(group, context):
         """Search memory: the matching facts, where they came from, and when."""
         from .listing import Reader, node_view
         from ..journal.shared_check import describe, written_by
-        from ..store import MemoryError_
+        from ..core.errors import MemoryError_
 
         store = _open(context)
         try:
@@ -221,7 +222,6 @@ def register_commands(group, context):
         except MemoryError_ as e:
             _fail(e)
         finally:
-            store.maybe_save_cache()
             store.close()
         if as_json:
             _echo_json(out)
@@ -248,7 +248,7 @@ def register_commands(group, context):
     @click.argument("node")
     def show_cmd(node):
         """Show what the model reads about a memory (its current facts, recent log)."""
-        from ..store import MemoryError_
+        from ..core.errors import MemoryError_
 
         node = _node_arg(node)
         store = _open(context)
@@ -273,7 +273,7 @@ def register_commands(group, context):
         """Every value a memory ever had (current and superseded) and its whole log,
         with dates."""
         from .listing import Reader
-        from ..store import MemoryError_
+        from ..core.errors import MemoryError_
 
         node = _node_arg(node)
         store = _open(context)
@@ -327,7 +327,7 @@ def register_commands(group, context):
     def forget_cmd(node, fact, hard, as_json):
         """Forget a memory, or one fact of it. History keeps it; `purge` removes text."""
         from ..core.model import ApplyError
-        from ..store import MemoryError_
+        from ..core.errors import MemoryError_
 
         node = _node_arg(node)
         if fact is not None and hard:
@@ -376,7 +376,7 @@ def register_commands(group, context):
         """Remove a memory's text for good: the journal is rewritten with it replaced
         by a tombstone (ids kept), and the index rebuilt."""
         from .purge import purge
-        from ..store import MemoryError_
+        from ..core.errors import MemoryError_
 
         node = _node_arg(node)
         store = _open(context)
@@ -433,7 +433,6 @@ def register_commands(group, context):
         try:
             st = store.stats()
         finally:
-            store.maybe_save_cache()
             store.close()
         if as_json:
             _echo_json(st)
@@ -471,7 +470,7 @@ def register_commands(group, context):
         try:
             if repair:
                 from .repair import repair as do_repair
-                from ..store import MemoryError_
+                from ..core.errors import MemoryError_
 
                 try:
                     fixed = do_repair(store)
@@ -508,18 +507,8 @@ def register_commands(group, context):
                 click.echo(f"  skipped {s['op']} at byte {s['offset']}: {_one(s['reason'])}")
             if r["quarantined"] and fixed is None:
                 click.echo("  (`mino memory check --repair` writes the journal without them)")
-            c = rep["cache"]
-            if not c["exists"]:
-                click.echo("derived cache: none")
-            elif c.get("valid"):
-                click.echo("derived cache: valid, " + (
-                    "matches replay" if c.get("matches_replay") else "DIFFERS from replay"))
-            else:
-                click.echo(f"derived cache: stale ({c.get('reason')}); rebuilt on next open")
-            ix = rep.get("index") or {}
-            if not ix.get("used"):
-                click.echo(f"index: not used ({ix.get('note') or 'off'})")
-            elif ix.get("matches_replay"):
+            ix = rep["index"]
+            if ix.get("matches_replay"):
                 click.echo(f"index: {ix['path']} matches replay (offset {ix.get('offset')})")
             else:
                 click.echo(f"index: DIFFERS from replay ({ix.get('difference')}); "
@@ -533,7 +522,7 @@ def register_commands(group, context):
 
 def _pick_fact(n, which: str):
     """The current fact of node ``n`` named by ``which``: its id, else its key."""
-    from ..store import MemoryError_
+    from ..core.errors import MemoryError_
 
     live = [f for f in n.facts if f.active]
     if str(which).isdigit():
@@ -561,7 +550,7 @@ def _consolidate_command(group, context) -> None:
     def consolidate_cmd(as_json):
         """Fold recurring themes of episodes and pitfalls into lessons (nothing is erased)."""
         from ..loop import consolidate
-        from ..store import MemoryError_
+        from ..core.errors import MemoryError_
 
         store = _open(context)
         try:

@@ -75,17 +75,10 @@ def repair(store) -> dict:
         yield from _ranges(journal, [b["offset"] for b in bad], size)
 
     # a first look: a clean journal is not rewritten (the index counts every bad line it
-    # ever read; without it, a replay under the shared lock)
-    if store.index is not None and not store.graph_built:
-        store.refresh()
-        if not store.quarantined_total():
-            return info
-    else:
-        with store.journal.locked(exclusive=False):
-            bad: list[dict] = []
-            fold_range(store.journal.read, 0, store.journal.size(), Graph(), Report(), bad)
-        if not bad:
-            return info
+    # ever read)
+    store.refresh()
+    if not store.quarantined_total():
+        return info
     kept = kept_name(store.path)
     info["bytes_after"] = store.rewrite(make_chunks, keep_old=kept)
     info["kept"] = str(kept)

@@ -14,3 +14,8 @@ class SharedJournalError(OSError, MemoryError_):
     the ``mino memory`` commands, which print those in one line."""
 
     maybe_saved = False
+
+
+class IndexUnavailable(OSError, MemoryError_):
+    """The on-disk index can neither be opened nor made again from the journal (a full
+    disk, a folder that cannot be written): one line for people; the journal is intact."""

@@ -117,7 +117,7 @@ class Node:
         return [e for e in self.log if e[1] == kind]
 
 
-_FACTS, _LOG, _CONTEXT = Node.__dict__["facts"], Node.__dict__["log"], Node.__dict__["context"]
+_LOG = Node.__dict__["log"]  # (partial.IndexNode reads its log lazily)
 
 
 def key_index(facts) -> dict | bool:
@@ -156,59 +156,6 @@ def _index_fact(n: "Node", keys: dict, f: "Fact", fresh_id: bool) -> None:
         cur.append(f)
     else:
         keys[f.key] = [cur, f]
-
-
-def _lazy(slot, resets_keys: bool = False) -> property:
-    """A ``Node`` slot that materialises a cached node's body on first read or write."""
-    def get(self):
-        if self._body is not None:
-            self._materialise()
-        return slot.__get__(self, Node)
-
-    def set(self, v):
-        if self._body is not None:
-            self._materialise()
-        slot.__set__(self, v)
-        if resets_keys:
-            self._keys = None
-    return property(get, set)
-
-
-class LazyNode(Node):
-    """A node loaded from the derived cache: facts, log and context stay one marshal
-    blob until first read or written (an open touches only the nodes it needs)."""
-
-    __slots__ = ("_body",)
-
-    def _materialise(self) -> None:
-        import marshal
-
-        blob, a, b = self._body
-        self._body = None
-        facts, log, context = marshal.loads(blob[a:b])
-        _FACTS.__set__(self, [Fact(fid, k, v, ca, act, sb) for fid, k, v, act, ca, sb in facts])
-        _LOG.__set__(self, list(log))
-        _CONTEXT.__set__(self, [{"from": c[0], "dim": c[1], "vec": list(c[2]), "note": c[3]}
-                                for c in context])
-
-    def raw_body(self):
-        """The still-unread marshal blob (bytes-like), or None once materialised."""
-        if self._body is None:
-            return None
-        blob, a, b = self._body
-        return blob[a:b]
-
-    facts = _lazy(_FACTS, resets_keys=True)  # a new fact list invalidates the key index
-    log = _lazy(_LOG)
-    context = _lazy(_CONTEXT)
-
-
-def node_body(n: Node) -> tuple:
-    """(facts, log, context) as plain tuples, the form the derived cache keeps."""
-    return (tuple((f.id, f.key, f.value, f.active, f.created_at, f.superseded_by)
-                  for f in n.facts),
-            tuple(n.log),
-            tuple((c["from"], c["dim"], tuple(c["vec"]), c["note"]) for c in n.context))
 
 
 class Edge:

@@ -304,12 +304,11 @@ class Journal:
 
     # --- appending ----------------------------------------------------------------
 
-    def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
+    def append(self, payload: bytes, fsync: bool = True) -> int:
         """Append complete lines (caller holds the exclusive lock); returns the new size.
 
         A journal whose last byte is not a newline (a writer died mid-line) is
         terminated first, so the torn bytes stay one bad line and ours stay whole.
-        ``seen`` (a running hash's ``update``) is given exactly the bytes written.
         """
         size = self.size()
         if size and os.pread(self.fd, 1, size - 1) != b"\n":
@@ -318,8 +317,6 @@ class Journal:
         while view:
             n = os.write(self.fd, view)
             view = view[n:]
-        if seen is not None:  # after the write: a failed one must not be hashed
-            seen(payload)
         if fsync:
             os.fsync(self.fd)
         return self.size()
@@ -469,12 +466,12 @@ def fold(data: bytes, graph: Graph, base: int, report: Report,
 
 
 def fold_range(read, start: int, end: int, graph: Graph, report: Report, bad: list[dict],
-               long_lived: bool = False, seen=None) -> None:
+               long_lived: bool = False) -> None:
     """``fold`` for bytes ``[start, end)`` of a file read as ``read(a, b)``, a window at a
     time: a line over ``MAX_LINE`` is quarantined without being held whole (see
-    ``windows``); ``seen`` is given every byte of the range once, in order."""
+    ``windows``)."""
     with bulk(graph, report, long_lived) as fresh:
-        for off, piece in windows(read, start, end, bad, seen):
+        for off, piece in windows(read, start, end, bad):
             _fold(piece, graph, off, report, bad, not fresh)
 
 
@@ -482,7 +479,7 @@ WINDOW = MAX_LINE + 1  # a window this long holds a newline unless its first lin
 SCAN = 1 << 16
 
 
-def windows(read, start: int, end: int, bad: list[dict], seen=None):
+def windows(read, start: int, end: int, bad: list[dict]):
     """Yield ``(offset, bytes)``: the lines of ``[start, end)`` in pieces of whole lines,
     each line at most ``MAX_LINE`` bytes (the last may lack its newline at ``end``).
 
@@ -499,13 +496,9 @@ def windows(read, start: int, end: int, bad: list[dict], seen=None):
             cut = len(buf)  # the unterminated last line, short enough to judge
         if cut:
             piece = buf if cut == len(buf) else buf[:cut]
-            if seen is not None:
-                seen(piece)
             yield pos, piece
             pos += cut
             continue
-        if seen is not None:
-            seen(buf)
         p = pos + len(buf)
         newline = 0
         while p < end and not newline:
@@ -515,8 +508,6 @@ def windows(read, start: int, end: int, bad: list[dict], seen=None):
             i = more.find(b"\n")
             if i >= 0:
                 more, newline = more[:i + 1], 1
-            if seen is not None:
-                seen(more)
             p += len(more)
         bad.append(_too_long(pos, p - pos - newline, buf[:RAW_CAP]))
         pos = p

@@ -552,7 +552,7 @@ class SharedJournal(Journal):
             f"its write lock for {LOCK_WAIT} s{': ' + who if who else ''}; nothing was "
             f"saved (try again later)")
 
-    def append(self, payload: bytes, fsync: bool = True, seen=None) -> int:
+    def append(self, payload: bytes, fsync: bool = True) -> int:
         """INSERT the request's lines and commit; only then append them to the mirror."""
         if not self._in_write:
             raise RuntimeError("append outside a write request of the shared journal")
@@ -617,8 +617,6 @@ class SharedJournal(Journal):
                 os.fsync(self.fd)
         except SharedJournalError:
             raise
-        if seen is not None:
-            seen(data)
         out.finish(rows[-1][0], st["bytes"] + len(data))
         if out.refused:
             self.stale = True

@@ -18,14 +18,13 @@ The turn's ids live in ``turn.scratch[NAME]``; what was already warned about in
 from __future__ import annotations
 
 import json
-import threading
 
 from . import credit, reflect, standing, steer
 from ..core import safety
 from .memories import NAME, Memory, identity_of, memory_for, section, switched_on
 from ..core.provenance import origins_for
 from .recall_block import profile_lines, recall_hits, render
-from .reflect import SUBJECT_KEYS, subject_of  # noqa: F401 - the loop's names
+from .reflect import subject_of
 from .reflection_offer import REFLECTION_TITLE, reflect_run
 
 
@@ -229,7 +228,6 @@ def end(record) -> None:
             reflect_run(record, sc, why)
     if sc.get("turn_episode") and not denied:
         _record_saved(record, sc, store)
-    _save_cache_in_background(store)
 
 
 def _record_end(record, sc: dict, store, ep: int) -> None:
@@ -309,21 +307,3 @@ def _declined(record, episode) -> str | None:
            for _at, kind, detail in episode.log[-8:]):
         why.append("the reflection")
     return " and ".join(why) + " declined by the user" if why else None
-
-
-def _save_cache_in_background(store) -> None:
-    """Keep the derived cache fresh so the next process opens a large graph fast.
-
-    Only after enough operations (``Store.maybe_save_cache``); written in a thread so the
-    turn ends at once, and not a daemon, so leaving mino lets it finish (the write is
-    atomic either way). The store's lock makes the next turn wait for it if needed.
-    """
-    from ..store import CACHE_MIN_OPS
-
-    if not store.use_cache or store.ops_since_cache < CACHE_MIN_OPS:
-        return
-    if getattr(store, "_saving", None) is not None and store._saving.is_alive():
-        return
-    store._saving = threading.Thread(target=store.maybe_save_cache, args=(CACHE_MIN_OPS,),
-                                     name="mnemo-cache-save")
-    store._saving.start()

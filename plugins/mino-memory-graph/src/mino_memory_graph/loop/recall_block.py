@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .memories import Memory
 
 RECALL_K = 12          # candidates searched
-OVERFETCH = 4          # unscoped candidates per scoped one (see scoped_search)
 RECALL_MAX = 5         # at most this many shown
 RELATIVE_CUT = 0.6     # keep hits scoring at least this share of the best
 SCORE_FLOOR = 0.05
@@ -69,26 +68,9 @@ def in_other_project(graph, nid: int, project: int | None) -> bool:
 
 def scoped_search(store, text: str, k: int, project: int | None, **search):
     """Hits for ``text`` in this project's scope (``search``: the store's other arguments,
-    such as ``areas``).
-
-    The store's ``scope`` walks every PartOf edge of every project on each search (tens of
-    milliseconds at 100,000 nodes), so the loop over-fetches an unscoped search
-    (``OVERFETCH`` x k) and drops other projects' nodes itself, per hit. It falls back to
-    the store's scoped search when that leaves fewer than ``k`` hits while some were
-    dropped. The one difference: a via-graph boost from another project's node can survive
-    here (it lifts only a node with no direct hit of its own).
-    """
-    g = store.graph
-    scope = scope_for(g, project)
-    if scope is None:
-        return store.search(text, k, refresh=False, **search).hits
-    if store.index_search is not None:  # scope costs the index only its candidates
-        return store.search(text, k, scope=scope, refresh=False, **search).hits
-    found = store.search(text, k * OVERFETCH, refresh=False, **search).hits
-    kept = [h for h in found if not in_other_project(g, h.node, project)]
-    if len(kept) < k and len(kept) < len(found):
-        return store.search(text, k, scope=scope, refresh=False, **search).hits
-    return kept[:k]
+    such as ``areas``); the index's scope costs only its candidates."""
+    scope = scope_for(store.graph, project)
+    return store.search(text, k, scope=scope, refresh=False, **search).hits
 
 
 def recall_hits(mem: Memory, text: str, project: int | None,

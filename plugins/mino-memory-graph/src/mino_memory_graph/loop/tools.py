@@ -154,7 +154,7 @@ def search_hits(query: str, limit: int, context) -> list:
 def run_view(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     from ..core.shown_state import shown_lines
     from ..core.safety import shown
-    from ..store import MemoryError_
+    from ..core.errors import MemoryError_
 
     node = args.get("node")
     what = args.get("what") or "state"

@@ -109,6 +109,10 @@ class IndexSearch:
         self.params = params or HybridParams()
         self._embedder = embedder
         self._qv: dict[int, float] = {}
+        self._vecs: dict[int, tuple] = {}  # another embedder's vectors: id -> (text, vec)
+        self._other = embedder is not None and getattr(embedder, "name", "") != "hashing-v1"
+        if self._other:
+            self.name = f"hybrid-v1+mnemo-cosine/{embedder.name}"
 
     @property
     def embedder(self):
@@ -119,6 +123,31 @@ class IndexSearch:
         return self._embedder
 
     # --- scoring --------------------------------------------------------------------
+
+    def vectors(self, ids) -> dict:
+        """Another embedder's (``memory.graph.embedder``) vectors of ``ids``' texts, read
+        from the index; a text already embedded in this process is not embedded again."""
+        texts = {i: self.index.node_text(i) or "" for i in ids}
+        todo = [(i, t) for i, t in texts.items() if self._vecs.get(i, (None,))[0] != t]
+        if todo:
+            emb = self.embedder
+            many = getattr(emb, "embed_matrix", None)
+            got = (list(many([t for _, t in todo])) if many is not None
+                   else emb.embed_many([t for _, t in todo]))
+            for (i, t), v in zip(todo, got):
+                self._vecs[i] = (t, v)
+        return {i: self._vecs[i][1] for i in ids}
+
+    def _embedded_cosines(self, expanded: str, ids) -> dict[int, float]:
+        import numpy as np
+
+        emb = self.embedder
+        q = getattr(emb, "embed_query", emb.embed)(expanded)
+        out = {}
+        for i, v in self.vectors(ids).items():
+            ok = q is not None and v is not None and len(v) == len(q)
+            out[i] = float(np.dot(q, v)) if ok else 0.0
+        return out
 
     def query_vector(self, text: str) -> dict[int, float]:
         """The query's hashing-v1 vector as ``{slot: weight}`` (``embed``'s numbers
@@ -198,8 +227,10 @@ class IndexSearch:
         ids = sorted(i for i, r in rows.items() if not r.deleted)
         if not ids:
             return {}, rows
-        self._qv = self.query_vector(expanded)
-        self._qitems = list(self._qv.items())
+        cos = self._embedded_cosines(expanded, ids) if self._other else None
+        if cos is None:
+            self._qv = self.query_vector(expanded)
+            self._qitems = list(self._qv.items())
         sizes = {c: len(ms) for c, ms in members.items()}
         if p.neighbour:  # the other clusters' sizes (only the neighbour share needs them)
             sizes.update(self._cluster_sizes({r.parent for r in rows.values()
@@ -209,7 +240,7 @@ class IndexSearch:
         out = {}
         for i in ids:
             r = rows[i]
-            v = f32(self.cosine(r.vec)) * p.hashing
+            v = f32(self.cosine(r.vec) if cos is None else cos[i]) * p.hashing
             v += lex.get(i, 0.0)
             v += nb.get(i, 0.0) * p.neighbour
             denom = 1.0 + p.hashing  # the signals that can apply to this node (hybrid.py)
@@ -348,6 +379,8 @@ class IndexSearch:
         return ranked(final, k)
 
     def _own_cosine(self, nid: int) -> float:
+        if self._other:
+            return 0.0
         r = self.index.db.execute("SELECT vec FROM nodes WHERE id=? AND deleted=0",
                                   (nid,)).fetchone()
         return self.cosine(r[0]) * self.params.hashing if r else 0.0
@@ -361,4 +394,91 @@ class IndexSearch:
         return not (scope is not None and self._out_of_scope(scope, now, [nid]))
 
 
-__all__ = ["IndexSearch"]
+class MnemoSearch(IndexSearch):
+    """Mnemo's exact rule over the index: ``cosine(q, v) x area weight + (useful -
+    unhelpful) x 0.02`` for every live node (brute force, as Mnemo), then the same
+    filters and one-hop expansion as ``IndexSearch``.
+
+    The vectors are the index's stored hashing-v1 vectors, laid out as Mnemo's scorer
+    keeps them (one row per dimension, float32) and multiplied the same way, so the
+    figures are Mnemo's. With another embedder (``memory.graph.embedder``) each live
+    node's text, read from the index, is embedded once per text and kept here. The
+    matrix is made again when the index has moved on (a write, another process's)."""
+
+    def __init__(self, index: Index, embedder=None, params=None):
+        super().__init__(index, embedder, params)
+        self.name = f"mnemo-cosine/{self.embedder.name}"
+        self._at = None    # the index offset the matrix below was made at
+        self._ids: list[int] = []
+        self._meta: dict[int, _Row] = {}
+        self._mt = None
+        self._votes = None
+
+    def _matrix(self):
+        import numpy as np
+
+        ix = self.index
+        if self._at == (ix.offset, ix.ops_applied) and self._mt is not None:
+            return
+        ids, meta, blobs = [], {}, []
+        for id, kind, area, useful, unhelpful, vec in ix.db.execute(
+                "SELECT id, kind, area, useful, unhelpful, vec FROM nodes WHERE deleted=0 "
+                "ORDER BY id"):
+            r = _Row()
+            r.id, r.kind, r.area, r.deleted, r.useful, r.unhelpful = (
+                id, kind, area, 0, useful, unhelpful)
+            ids.append(id)
+            meta[id] = r
+            blobs.append(vec)
+        n = len(ids)
+        if not self._other:
+            mt = np.zeros((self.embedder.dim, n), dtype=np.float32)
+            for j, blob in enumerate(blobs):
+                if blob:
+                    k = len(blob) // 5
+                    mt[np.frombuffer(blob, np.uint8, k), j] = np.frombuffer(blob, "<f4", k, k)
+        else:
+            mt = self._embedded(ids, np)
+        self._ids, self._meta, self._mt = ids, meta, mt
+        self._votes = np.array([meta[i].useful - meta[i].unhelpful for i in ids],
+                               dtype=np.float32)
+        self._at = (ix.offset, ix.ops_applied)
+
+    def _embedded(self, ids, np):
+        """Another embedder's vectors of ``ids``, (dim, n)."""
+        vecs = self.vectors(ids)
+        dim = self.embedder.dim or next((len(v) for v in vecs.values() if v is not None), 0)
+        mt = np.zeros((dim, len(ids)), dtype=np.float32)
+        for j, i in enumerate(ids):
+            v = vecs[i]
+            if v is not None and len(v) == dim:
+                mt[:, j] = v
+        return mt
+
+    def scores(self, query: str, prefer: list[str], discount: float) -> tuple[dict, dict]:
+        import numpy as np
+
+        self._matrix()
+        ids, mt, n = self._ids, self._mt, len(self._ids)
+        emb = self.embedder
+        q = getattr(emb, "embed_query", emb.embed)(expand_query_aliases(query))
+        dim = mt.shape[0]
+        if q is None or not dim or q.shape[0] != dim:
+            s = np.zeros(n, dtype=np.float32)
+        else:
+            nz = np.flatnonzero(q)
+            s = q[nz] @ mt[nz, :n] if len(nz) * 4 < dim else q @ mt[:, :n]
+            s = np.asarray(s, dtype=np.float32)
+        if prefer:
+            pref = set(prefer)
+            s *= np.array([1.0 if self._meta[i].area in pref else discount for i in ids],
+                          dtype=np.float32)
+        if self._votes is not None and self._votes.any():
+            s += self._votes * np.float32(USEFULNESS_BIAS)
+        return dict(zip(ids, s.tolist())), self._meta
+
+    def _own_cosine(self, nid: int) -> float:
+        return 0.0  # every live node has its score already
+
+
+__all__ = ["IndexSearch", "MnemoSearch"]

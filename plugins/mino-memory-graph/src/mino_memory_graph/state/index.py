@@ -67,7 +67,7 @@ from pathlib import Path
 from ..journal import journal as _journal
 from ..core import ops as _ops
 from ..text import words as _words
-from ..text.vectors import _sparse, unpack_vector  # noqa: F401 - unpack_vector: index's name for callers
+from ..text.vectors import _sparse, unpack_vector
 from ..core.model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
                     PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
 

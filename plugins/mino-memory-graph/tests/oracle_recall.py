@@ -1,4 +1,7 @@
-"""The recall engine: candidate scoring (pluggable), filters, one-hop expansion, recall block.
+"""The tests' oracle recall: the in-memory engine over a replayed ``model.Graph`` (no
+longer a product path: the product recalls from the index, ``recall/search.py``).
+
+The recall engine: candidate scoring (pluggable), filters, one-hop expansion, recall block.
 
 Rows
 ----
@@ -47,10 +50,10 @@ from typing import Protocol
 
 import numpy as np
 
-from ..core.model import Graph, f32
-from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
+from mino_memory_graph.core.model import Graph, f32
+from mino_memory_graph.recall.routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 
-from .results import (AREA_CODE, KIND_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
+from mino_memory_graph.recall.results import (AREA_CODE, KIND_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
                       Hit, area_names, offer, ranked)
 
 _F32_01 = f32(0.1)
@@ -81,7 +84,7 @@ class MnemoScorer:
 
     def __init__(self, embedder=None):
         if embedder is None:
-            from ..text.embed import HashingEmbedder
+            from mino_memory_graph.text.embed import HashingEmbedder
             embedder = HashingEmbedder()
         self.embedder = embedder
         self.name = f"mnemo-cosine/{embedder.name}"

@@ -1,4 +1,7 @@
-"""hybrid-v1: the default offline recall scorer of the graph memory.
+"""The tests' and the benchmarks' in-memory hybrid-v1 (the oracle of ``search.IndexSearch``;
+no longer a product path).
+
+hybrid-v1: the default offline recall scorer of the graph memory.
 
 Mnemo ranks nodes by the cosine of 256-slot word-hash vectors (``hashing-v1``).
 That vector is kept exactly (journals and vectors stay compatible) and becomes
@@ -83,7 +86,7 @@ __all__ = [
 
 SCORER_NAME = "hybrid-v1"
 
-from ..text.words import (_RELATIVE_TIME, _RELATIVE_TIME_STEMS, _STEMS, _TEMPORAL_QUERY,  # noqa: F401
+from mino_memory_graph.text.words import (_RELATIVE_TIME, _RELATIVE_TIME_STEMS, _STEMS, _TEMPORAL_QUERY,  # noqa: F401
                     _WORD, _WORD_OR_NUL, STOPWORDS, HybridParams,
                     is_temporal_query, stem, tokenize)
 
@@ -919,7 +922,7 @@ class HybridScorer:
     name = SCORER_NAME
 
     def __init__(self, graph, params: HybridParams | None = None, *, embedder=None):
-        from .recall import MnemoScorer
+        from oracle_recall import MnemoScorer
 
         self.graph = graph
         self.params = params or HybridParams()
@@ -1023,7 +1026,7 @@ class HybridScorer:
 
     def _lift_saved(self, out: np.ndarray, kinds: np.ndarray) -> None:
         """``results.lift_saved`` over the best ``SAVED_TOP`` rows (engine rows)."""
-        from .results import SAVED_TOP, lift_saved, saved_pairs
+        from mino_memory_graph.recall.results import SAVED_TOP, lift_saved, saved_pairs
 
         n = len(out)
         if not n:
