@@ -21,8 +21,9 @@ schema or a damaged database means a rebuild.
 Keeping up
 ----------
 The index learns only from journal bytes, through the journal module's own reader
-(``journal.windows`` / ``journal._fold``), so its quarantine and skip decisions are the
-graph's. ``catch_up`` (caller holds a journal lock) applies whatever lies past
+(``journal.windows`` / ``journal._fold``), and applies them with the graph's own
+appliers (``model._appliers``, over ``RowNode`` objects read from their rows and written
+back as rows: ``_Sink``), so its quarantine, skip and apply decisions are the graph's. ``catch_up`` (caller holds a journal lock) applies whatever lies past
 ``offset``, in one SQLite transaction that first re-reads ``offset`` (another process
 may have caught up meanwhile): a store calls it in the same exclusive lock as each
 append, and on open for whatever other processes wrote. A crash at any point leaves
@@ -38,8 +39,9 @@ no rollback journal and leaves to the end what only the final graph needs (secon
 indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``), the node
 texts' words and vectors among them: each live node's are derived once, from its final
 text (``text_worker``: every other chunk on a second core for a large journal), however
-often the journal came back to it. The rows a fold read stay for the next window, the
-newest ``KEEP_ROWS``, so a node the journal keeps touching is read back rarely.
+often the journal came back to it. The nodes a fold read stay for the next window, the
+newest ``KEEP_ROWS``, so a node the journal keeps touching is read back rarely; a rebuild
+writes a held node's row only when it leaves them or at the end.
 
 Layout (one row per node; ``facts``, ``t3`` as JSON)::
 
