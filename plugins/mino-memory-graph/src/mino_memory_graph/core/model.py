@@ -117,7 +117,9 @@ class Node:
         return [e for e in self.log if e[1] == kind]
 
 
-_LOG = Node.__dict__["log"]  # (partial.IndexNode reads its log lazily)
+# The slots under the properties of nodes read lazily (partial.IndexNode's log, the
+# index fold's RowNode facts)
+_FACTS, _LOG = Node.__dict__["facts"], Node.__dict__["log"]
 
 
 def key_index(facts) -> dict | bool:
@@ -394,19 +396,28 @@ def _supersede_scan(g: "Graph", n: Node, old, key, value, fid, at) -> None:
         g.next_fact = fid + 1
 
 
-def _appliers(g: "Graph", track: bool = True) -> dict:
+def _appliers(g: "Graph", track: bool = True, node_class=Node) -> dict:
     """The twelve operations of ``g`` as functions of their fields, in ``ops.SPECS``
-    order: ``appliers["AddFact"](node, fact_id, key, value, at)``.
+    order: ``appliers["AddFact"](node, fact_id, key, value, at)``. The one applier of
+    Mnemo's operations: the in-memory ``Graph``, the partial graph of a write request
+    (``state.partial``) and the index's fold (``state.index._Sink``) all apply these.
+
+    What ``g`` must offer is small: ``nodes`` and ``edges`` (``get``, ``in``, ``[id] =``,
+    ``del`` for nodes), ``adj`` (``get``, ``[id] =``), ``projects`` (``add``,
+    ``discard``), ``dirty`` and ``edge_dirty`` (``add``) and the three id counters; the
+    index's fold gives maps that read its rows when first asked for, and makes its
+    nodes as ``node_class`` (``Node``'s fields and constructor).
 
     Fields arrive checked (``ops.validate``'s types); references are checked here, and
     an op that cannot apply raises ``ApplyError`` before changing anything. The clock
     is the caller's (``ops.bind``). ``track=False`` is for a fold into a graph that was
     empty: every node it ends with is new, so the hot operations mark nothing dirty
-    (the fold marks all nodes once at the end) and reset no state memo (none exists).
+    (the fold marks all nodes once at the end) and reset no state memo (none exists),
+    and for the index's fold, which knows what it changed from what its maps were asked.
     """
     nodes, edges, adj = g.nodes, g.edges, g.adj
     dirty_add, ed_add = g.dirty.add, g.edge_dirty.add
-    new_node, new_fact, new_edge = Node, Fact, Edge
+    new_node, new_fact, new_edge = node_class, Fact, Edge
     expand = EXPANSION_KINDS
     projects = g.projects
 

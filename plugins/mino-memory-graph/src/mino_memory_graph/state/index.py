@@ -21,8 +21,9 @@ schema or a damaged database means a rebuild.
 Keeping up
 ----------
 The index learns only from journal bytes, through the journal module's own reader
-(``journal.windows`` / ``journal._fold``), so its quarantine and skip decisions are the
-graph's. ``catch_up`` (caller holds a journal lock) applies whatever lies past
+(``journal.windows`` / ``journal._fold``), and applies them with the graph's own
+appliers (``model._appliers``, over ``RowNode`` objects read from their rows and written
+back as rows: ``_Sink``), so its quarantine, skip and apply decisions are the graph's. ``catch_up`` (caller holds a journal lock) applies whatever lies past
 ``offset``, in one SQLite transaction that first re-reads ``offset`` (another process
 may have caught up meanwhile): a store calls it in the same exclusive lock as each
 append, and on open for whatever other processes wrote. A crash at any point leaves
@@ -38,8 +39,9 @@ no rollback journal and leaves to the end what only the final graph needs (secon
 indexes, cluster parents and documents, both FTS5 tables: ``_Sink.finish``), the node
 texts' words and vectors among them: each live node's are derived once, from its final
 text (``text_worker``: every other chunk on a second core for a large journal), however
-often the journal came back to it. The rows a fold read stay for the next window, the
-newest ``KEEP_ROWS``, so a node the journal keeps touching is read back rarely.
+often the journal came back to it. The nodes a fold read stay for the next window, the
+newest ``KEEP_ROWS``, so a node the journal keeps touching is read back rarely; a rebuild
+writes a held node's row only when it leaves them or at the end.
 
 Layout (one row per node; ``facts``, ``t3`` as JSON)::
 
@@ -55,9 +57,11 @@ Layout (one row per node; ``facts``, ``t3`` as JSON)::
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import itertools
 import json
+import operator
 import os
 import sqlite3
 import sys
@@ -68,20 +72,15 @@ from ..journal import journal as _journal
 from ..core import ops as _ops
 from ..text import words as _words
 from ..text.vectors import _sparse, unpack_vector
-from ..core.model import (AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, FACT_LOG_KINDS,
-                    PROJECT_PREFIX, ApplyError, f32, outcome_weight, render_state)
+from ..core.model import (_FACTS, AREA_FOR_KIND, CLOCK_START, EXPANSION_KINDS, Edge, Node,
+                          _appliers, render_state)
+from ..core.model import Fact as _Fact
 
 SCHEMA = 8  # 7: words are Snowball stems (issue 25); 8: the last 3 log entries in the node's row (t3)
 BLOCK = 1 << 16
 COMMIT_BYTES = 8 << 20  # a rebuild commits every this many journal bytes
-KEEP_ROWS = 30_000  # node rows a fold keeps from one window to the next, newest read
+KEEP_ROWS = 60_000  # nodes a fold holds from one window to the next, newest read
 COMMON = 2000  # a term in more documents is left out of a lexical match (see lexical)
-
-# node row, as held while a batch applies: a list indexed by these
-KIND, AREA, LABEL, DELETED, USEFUL, UNHELPFUL, CREATED, NLOG, FACTS, T3, R5, CONTEXT, \
-    BODY, CHANGED, TEXT, PENDING, WORDS, WLEN, PARENT, TEMPORAL = range(20)
-# edge row
-E_SRC, E_DST, E_KIND, E_W, E_FROM, E_INV, E_OK, E_BAD, E_CHANGED = range(9)
 
 _DDL = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
@@ -152,35 +151,215 @@ def text_of(kind: str, label: str, facts, t3) -> str:
     return " ".join(parts)
 
 
-def _facts(row: list) -> list:
-    """A row's facts as a list, decoded from its JSON text when first needed."""
-    facts = row[FACTS]
-    if facts.__class__ is str:
-        facts = row[FACTS] = _loads(facts)
-    return facts
+class _Tail(list):
+    """A node's log as the index's fold holds it: the entries ``(at, kind, detail)``
+    applied since it was last written back (the operations append to it as to
+    ``Node.log``), after ``seq`` entries already in the log table, the last three of
+    them ``t3`` (``[kind, detail]`` lists, or their JSON text until needed)."""
+
+    __slots__ = ("seq", "t3")
 
 
-def _encoded(facts) -> str:
-    return facts if facts.__class__ is str else _dumps(facts)
+class RowNode(Node):
+    """A node as the index's fold holds it, for ``model._appliers``: ``Node``'s fields,
+    its log a ``_Tail``, its facts the row's JSON text until an operation reads them (a
+    log line or a vote never does), and beside them what its row on disk holds for
+    ``flush`` (``live``, ``words``, ``wlen``, ``parent``, ``temporal``)."""
+
+    __slots__ = ("_fj", "live", "words", "wlen", "parent", "temporal")
+
+    def __init__(self, id, kind, label, at, area=None):  # a node CreateNode makes
+        self.id, self.kind, self.label, self.created_at = id, kind, label, at
+        self.area = area or AREA_FOR_KIND[kind]
+        _FACTS.__set__(self, [])
+        self._fj = None
+        log = _Tail()
+        log.seq, log.t3 = 0, []
+        self.log = log
+        self.context = []
+        self.deleted = False
+        self.useful = self.unhelpful = 0
+        self._state = self._keys = None
+        self.live = self.words = self.parent = None
+        self.wlen = self.temporal = 0
+
+    def _get_facts(self):
+        fj = self._fj
+        if fj is not None:
+            # read by an operation, so about to change: encoded again when written
+            self._fj = None
+            facts = _FACTS.__get__(self, Node)
+            if facts is None:
+                facts = [_Fact(f[0], f[1], f[2], f[3], f[4], f[5]) for f in _loads(fj)]
+                _FACTS.__set__(self, facts)
+                self._keys = None
+            return facts
+        return _FACTS.__get__(self, Node)
+
+    def _set_facts(self, facts):
+        _FACTS.__set__(self, facts)
+        self._fj = self._keys = None
+
+    facts = property(_get_facts, _set_facts)
+
+    def facts_json(self) -> str:
+        """The facts as the row keeps them (``[id, key, value, created_at, active,
+        superseded_by]`` each), kept until an operation reads them again."""
+        fj = self._fj
+        if fj is None:
+            fj = self._fj = _dumps([[f.id, f.key, f.value, f.created_at, 1 if f.active else 0,
+                                     f.superseded_by] for f in _FACTS.__get__(self, Node)])
+        return fj
+
+    def text(self, t3) -> str:
+        """``Graph.node_text`` with ``t3`` as its last three log entries."""
+        if self._fj is not None:
+            return text_of(self.kind, self.label, _loads(self._fj), t3)
+        parts = [f"{self.kind} {self.label}"]
+        parts.extend(f"{f.key} {f.value}" for f in _FACTS.__get__(self, Node) if f.active)
+        parts.extend(f"{k} {d}" for k, d in reversed(t3))
+        return " ".join(parts)
+
+
+_new_row_node = RowNode.__new__
+
+
+def _row_node(id: int, r) -> RowNode:
+    """A node from its row: ``_Sink._ROW``'s columns."""
+    n = _new_row_node(RowNode)
+    n.id, n.kind, n.area, n.label = id, r[0], r[1], r[2]
+    n.deleted, n.useful, n.unhelpful, n.created_at = r[3], r[4], r[5], r[6]
+    _FACTS.__set__(n, None)
+    n._fj = r[8]
+    log = _Tail()
+    log.seq, log.t3 = r[7], r[15] or "[]"
+    n.log = log
+    n.context = _loads(r[9]) if r[9] else []
+    n._state = n._keys = None
+    n.live, n.words, n.wlen, n.parent, n.temporal = r[10], r[11], r[12], r[13], r[14]
+    return n
+
+
+def _written(id: int, n: RowNode, logs: list) -> list:
+    """Move a node's new log entries to ``logs`` (log table rows) and give its last
+    three as they now stand."""
+    log = n.log
+    seq, t3 = log.seq, log.t3
+    k = len(log)
+    if k:
+        logs.extend([(id, seq + i, e[0], e[1], e[2]) for i, e in enumerate(log)])
+        if k >= 3:
+            t3 = [[e[1], e[2]] for e in log[-3:]]
+        else:
+            if t3.__class__ is str:
+                t3 = _loads(t3)
+            t3 = (t3 + [[e[1], e[2]] for e in log])[-3:]
+        log.seq, log.t3 = seq + k, t3
+        log.clear()
+    elif t3.__class__ is str:
+        t3 = log.t3 = _loads(t3)
+    return t3
+
+
+class _Nodes(dict):
+    """The fold's nodes by id, each read from its row when first asked for and kept
+    (``_Sink._keep_rows`` bounds them). What ``model._appliers`` ask of ``Graph.nodes``:
+    ``get`` (a node an operation changes: marked touched), ``in`` (whether it exists,
+    without reading it), ``[id] =`` (CreateNode) and ``del`` (a hard delete)."""
+
+    __slots__ = ("sink",)
+
+    def get(self, id, default=None):
+        n = _dict_get(self, id)
+        if n is None:
+            n = self.sink.load(id)
+            if n is None:
+                return default
+        self.sink.touched_add(id)
+        return n
+
+    def __contains__(self, id) -> bool:
+        return _dict_contains(self, id) or self.sink.exists(id)
+
+    def __setitem__(self, id, n) -> None:
+        _dict_set(self, id, n)
+        self.sink.made(id)
+
+    def __delitem__(self, id) -> None:
+        self.sink.gone(id, self.pop(id))
+
+
+class _Edges(dict):
+    """The fold's edges by id, each read from its row when first asked for; all of
+    them are written back at the window's end and dropped."""
+
+    __slots__ = ("sink",)
+
+    def get(self, id, default=None):
+        e = _dict_get(self, id)
+        if e is None:
+            e = self.sink.load_edge(id)
+            if e is None:
+                return default
+        return e
+
+    def __contains__(self, id) -> bool:
+        if _dict_contains(self, id):
+            return True
+        s = self.sink
+        return id < s.next_edge and s.db.execute(
+            "SELECT 1 FROM edges WHERE id=?", (id,)).fetchone() is not None
+
+
+class _NoAdjacency:
+    """The fold keeps no adjacency lists: the index's edges table answers who touches
+    a node, and the fold needs no one's."""
+
+    __slots__ = ()
+
+    def get(self, id, default=None):
+        return default
+
+    def __setitem__(self, id, ids) -> None:
+        pass
+
+
+_dict_get, _dict_contains, _dict_set = dict.get, dict.__contains__, dict.__setitem__
 
 
 class _Sink:
-    """What ``journal._fold`` folds into: the twelve operations over SQLite rows, held
-    for one window and written back by ``flush``."""
+    """What ``journal._fold`` folds into: the index's graph for ``model._appliers`` (the
+    twelve operations, the same functions as the in-memory graph's), its nodes and
+    edges read from their rows when an operation first asks and written back as rows by
+    ``flush``.
+
+    A rebuild into a fresh file keeps the nodes it holds in memory until they leave its
+    bounded set (the newest read ``KEEP_ROWS``) or the fold ends, and only then writes
+    their rows (their log lines go out every window): a node the journal keeps coming
+    back to is written once per stay, not once per window. An update of a live index
+    writes every changed row each window (its words and vectors with them)."""
+
+    _ROW = ("SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
+            "facts, context, live, words, wlen, parent, temporal, t3 FROM nodes WHERE id=?")
 
     def __init__(self, index: "Index"):
         self.ix = index
         self.db = index.db
-        self.nodes: dict = {}   # ``journal.bulk`` asks whether the graph is empty
-        self.edges: dict = {}
-        self.dirty: set = set()
-        self.rows: dict[int, list | None] = {}   # None: hard-deleted in this window
-        self.erows: dict[int, list] = {}
-        self.purged: list[tuple[int, str | None]] = []
-        self.created: set[int] = set()  # nodes made in this window (not yet on disk)
-        self.touched: set[int] = set()  # rows changed in this window (``CHANGED``)
+        self.nodes = _Nodes()
+        self.nodes.sink = self
+        self.edges = _Edges()
+        self.edges.sink = self
+        self.adj = _NoAdjacency()
+        self.projects: set = set()
+        self.dirty: set = set()  # set_area and delete_node mark theirs (``_appliers``)
+        self.edge_dirty: set = set()
+        self.purged: list[tuple] = []  # hard-deleted rows: (id, live, words, wlen, parent)
+        self.created: set[int] = set()  # nodes made in this window
+        self.touched: set[int] = set()  # nodes an operation asked for in this window
+        self.touched_add = self.touched.add
+        self.unsaved: set[int] = set()  # a fresh rebuild's held nodes not yet written
+        self.absent: set[int] = set()  # hard-deleted in this window (rows still on disk)
         self.reparent: set[int] = set()  # nodes whose cluster parent may have changed
-        self.orphaned: list[int] = []  # deleted nodes: their children's parent changes
         # a rebuild into a fresh file: which node ids exist, kept here rather than asked
         # of the database; the lexical tables are filled once at the end (``fill_text``)
         self.known: bytearray | None = bytearray() if index.fresh else None
@@ -189,223 +368,88 @@ class _Sink:
             "SELECT key, value FROM meta WHERE key IN ('n_live','w_total','c_live','c_total')"))
         m = index.counters()
         self.next_node, self.next_edge, self.next_fact, self.clock = m
-        self.handlers, self._replay = _ops.bind(self, self._appliers())
+        self.first_new = self.next_node  # ids from here on were never on disk
+        self.handlers, self._replay = _ops.bind(
+            self, _appliers(self, False, node_class=RowNode))
 
     def replay_handlers_for(self, track: bool) -> dict:
         return self._replay
 
-    # --- rows ---------------------------------------------------------------------
+    def release(self) -> None:
+        """Drop what the fold held and the sink's own cycles (its handlers close over
+        it, its maps point back), so reference counting frees it."""
+        self.handlers = self._replay = {}
+        for m in (self.nodes, self.edges):
+            m.clear()
+            m.sink = None
 
-    def node(self, id: int) -> list | None:
-        rows = self.rows
-        if id in rows:
-            return rows[id]
+    # --- what the maps ask --------------------------------------------------------
+
+    def load(self, id: int) -> RowNode | None:
         known = self.known
-        if known is not None and (id >= len(known) or not known[id]):
+        if known is not None:
+            if id >= len(known) or not known[id]:
+                return None
+        elif id in self.absent or id >= self.next_node:
             return None
-        r = self.db.execute(
-            "SELECT kind, area, label, deleted, useful, unhelpful, created_at, nlog, "
-            "facts, context, live, words, wlen, parent, temporal, t3 FROM nodes "
-            "WHERE id=?", (id,)).fetchone()
+        r = self.db.execute(self._ROW, (id,)).fetchone()
         if r is None:
             return None
-        t3 = _loads(r[15]) if r[15] else []
-        # facts stay as their JSON text until an operation needs them as a list (most
-        # touches of an old node, a log line or a vote, never do; see ``_facts``)
-        row = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], t3,
-               None, _loads(r[9]) if r[9] else None, r[10], False, False, None,
-               r[11], r[12], r[13], r[14]]
-        rows[id] = row
-        return row
+        n = _row_node(id, r)
+        _dict_set(self.nodes, id, n)
+        return n
 
     def exists(self, id: int) -> bool:
         """Whether node ``id`` exists (soft-deleted included), without reading its row."""
-        if id in self.rows:
-            return self.rows[id] is not None
         known = self.known
         if known is not None:
             return id < len(known) and known[id] == 1
+        if id in self.absent or id >= self.next_node:
+            return False
         return self.db.execute("SELECT 1 FROM nodes WHERE id=?", (id,)).fetchone() is not None
 
-    def _need(self, id: int) -> list:
-        row = self.node(id)
-        if row is None:
-            raise ApplyError(f"node {id} missing")
-        return row
+    def made(self, id: int) -> None:
+        """CreateNode put node ``id`` in ``nodes``."""
+        self.touched_add(id)
+        self.created.add(id)
+        self.absent.discard(id)
+        known = self.known
+        if known is not None:
+            if id >= len(known):
+                known.extend(bytes(id + 4096 - len(known)))
+            known[id] = 1
 
-    def edge(self, id: int) -> list | None:
-        er = self.erows.get(id)
-        if er is None:
-            r = self.db.execute(
-                "SELECT src, dst, kind, weight, valid_from, invalid_at, success, failure "
-                "FROM edges WHERE id=?", (id,)).fetchone()
-            if r is None:
-                return None
-            er = self.erows[id] = [*r, False]
-        return er
+    def gone(self, id: int, n: RowNode) -> None:
+        """A hard DeleteNode took node ``id`` out of ``nodes``: its rows go at flush."""
+        if self.known is not None:
+            self.known[id] = 0
+            self.unsaved.discard(id)
+            self.purged.append((id, None, None, 0, None))
+        else:
+            self.absent.add(id)
+            if id not in self.created:  # (made in this window: nothing on disk)
+                self.purged.append((id, n.live, n.words, n.wlen, n.parent))
+            self.created.discard(id)
 
-    def _log(self, row: list, id: int, at: int, kind: str, detail: str) -> None:
-        self.touched.add(id)
-        seq = row[NLOG]
-        row[NLOG] = seq + 1
-        if row[PENDING] is None:
-            row[PENDING] = []
-        row[PENDING].append((id, seq, at, kind, detail))
-        t3 = row[T3]
-        t3.append([kind, detail])
-        if len(t3) > 3:
-            del t3[0]
-        row[CHANGED] = row[TEXT] = True
-
-    # --- the twelve operations (``model._appliers``' rules, over rows) ------------
-
-    def _appliers(self) -> dict:
-        node, need, edge, log_, exists = self.node, self._need, self.edge, self._log, self.exists
-        rows, erows = self.rows, self.erows
-
-        def create_node(id, kind, label, at):
-            # an id at or past the counter never existed: nothing to look up
-            fresh = id >= self.next_node and id not in rows
-            if not fresh and node(id) is not None:
-                raise ApplyError(f"node {id} exists")
-            row = [kind, AREA_FOR_KIND[kind], label, 0, 0, 0, at, 0, [], [], None, None,
-                   None, True, True, None, None, 0, None, 0]
-            rows[id] = row
-            self.created.add(id)
-            known = self.known
-            if known is not None:
-                if id >= len(known):
-                    known.extend(bytes(id + 4096 - len(known)))
-                known[id] = 1
-            # edges left dangling by an earlier hard delete of this id lead here again
-            if not fresh and known is None:
-                self.reparent.update(r[0] for r in self.db.execute(
-                    "SELECT src FROM edges WHERE dst=? AND kind='PartOf'", (id,)))
-            log_(row, id, at, "created", "node created as " + label)
-            if id >= self.next_node:
-                self.next_node = id + 1
-
-        def add_fact(node_, fact_id, key, value, at):
-            row = need(node_)
-            facts = row[FACTS]
-            if facts.__class__ is str:  # still its JSON text: the new fact's joins it
-                new = _dumps([[fact_id, key, value, at, 1, None]])
-                row[FACTS] = new if facts == "[]" else facts[:-1] + "," + new[1:]
-            else:
-                facts.append([fact_id, key, value, at, 1, None])
-            log_(row, node_, at, "fact_added", f"{key}: {value}")
-            if fact_id >= self.next_fact:
-                self.next_fact = fact_id + 1
-
-        def supersede_fact(node_, old_fact, new_key, new_value, new_fact_id, at):
-            row = need(node_)
-            facts = _facts(row)
-            target = None
-            same = []
-            for f in facts:
-                if target is None and f[0] == old_fact:
-                    target = f
-                elif f[4] and f[1] == new_key:
-                    same.append(f)
-            if target is None:
-                raise ApplyError(f"fact {old_fact} not on node {node_}")
-            target[4] = 0
-            target[5] = new_fact_id
-            for f in same:
-                f[4] = 0
-                f[5] = new_fact_id
-            facts.append([new_fact_id, new_key, new_value, at, 1, None])
-            if same:
-                detail = (f"{old_fact} (+{len(same)} other live '{new_key}') -> "
-                          f"{new_fact_id}: {new_value}")
-            else:
-                detail = f"{old_fact} -> {new_fact_id}: {new_value}"
-            log_(row, node_, at, "fact_superseded", detail)
-            if new_fact_id >= self.next_fact:
-                self.next_fact = new_fact_id + 1
-
-        def set_area(node_, area, at):
-            row = need(node_)
-            old = row[AREA]
-            row[AREA] = area
-            log_(row, node_, at, "area_set", f"{old} -> {area}")
-
-        def delete_node(node_, hard, at):
-            row = need(node_)
-            row[DELETED] = 1
-            log_(row, node_, at, "deleted", "hard=true" if hard else "hard=false")
-            self.orphaned.append(node_)
-            if hard:
-                if node_ not in self.created:  # its rows on disk go at flush
-                    self.purged.append((node_, row[BODY], row[WORDS], row[WLEN],
-                                        row[PARENT]))
-                rows[node_] = None
-                if self.known is not None:
-                    self.known[node_] = 0
-
-        def link(id, src, dst, kind, at):
-            if not exists(src):
-                raise ApplyError(f"node {src} missing")
-            if not exists(dst):
-                raise ApplyError(f"node {dst} missing")
-            if (id < self.next_edge or id in erows) and edge(id) is not None:
-                raise ApplyError(f"edge {id} exists")
-            erows[id] = [src, dst, kind, 0.5, at, None, 0, 0, True]
-            if kind == "PartOf":
-                self.reparent.add(src)
-            if id >= self.next_edge:
-                self.next_edge = id + 1
-
-        def need_edge(id):
-            e = edge(id)
-            if e is None:
-                raise ApplyError(f"edge {id} missing")
-            e[E_CHANGED] = True
-            if e[E_KIND] == "PartOf":
-                self.reparent.add(e[E_SRC])
-            return e
-
-        def unlink(edge_, at):
-            need_edge(edge_)[E_INV] = at
-
-        def reweight(edge_, delta, at):
-            e = need_edge(edge_)
-            e[E_W] = min(max(f32(e[E_W] + f32(delta)), 0.0), 1.0)
-
-        def record_outcome(edge_, success, at):
-            e = need_edge(edge_)
-            if success:
-                e[E_OK] += 1
-            else:
-                e[E_BAD] += 1
-            e[E_W] = outcome_weight(e[E_W], success)
-
-        def push_context(to, chunk, at):
-            row = need(to)
-            ctx = row[CONTEXT] or []
-            ctx.append({"from": chunk["from"], "dim": chunk["dim"],
-                        "vec": list(chunk.get("vec", [])), "note": chunk["note"]})
-            row[CONTEXT] = ctx
-            row[CHANGED] = True
-            self.touched.add(to)
-
-        def commit_log(node_, kind, detail, at):
-            log_(need(node_), node_, at, kind, detail)
-
-        def record_usefulness(node_, useful, at):
-            row = need(node_)
-            row[USEFUL if useful else UNHELPFUL] += 1
-            row[CHANGED] = True
-            self.touched.add(node_)
-
-        return {"CreateNode": create_node, "AddFact": add_fact,
-                "SupersedeFact": supersede_fact, "SetArea": set_area,
-                "DeleteNode": delete_node, "Link": link, "Unlink": unlink,
-                "Reweight": reweight, "RecordOutcome": record_outcome,
-                "PushContext": push_context, "CommitLog": commit_log,
-                "RecordUsefulness": record_usefulness}
+    def load_edge(self, id: int) -> Edge | None:
+        r = self.db.execute(
+            "SELECT src, dst, kind, weight, valid_from, invalid_at, success, failure "
+            "FROM edges WHERE id=?", (id,)).fetchone()
+        if r is None:
+            return None
+        e = Edge(id, r[0], r[1], r[2], r[4])
+        e.weight, e.invalid_at, e.success, e.failure = r[3], r[5], r[6], r[7]
+        _dict_set(self.edges, id, e)
+        return e
 
     # --- writing back -------------------------------------------------------------
+
+    @staticmethod
+    def _row(id: int, n: RowNode, t3, vec, live, words, wlen, temporal) -> tuple:
+        return (id, n.kind, n.area, n.label, 1 if n.deleted else 0, n.useful, n.unhelpful,
+                n.created_at, n.log.seq, n.facts_json(), vec,
+                _dumps(n.context) if n.context else None, live, words, wlen, n.parent,
+                temporal, t3 if t3.__class__ is str else _dumps(t3))
 
     def flush(self) -> None:
         if self.known is not None:
@@ -413,35 +457,43 @@ class _Sink:
         db, st = self.db, self.stats
         fts_del, fts_add, node_rows, logs, texts = [], [], [], [], []
         clusters: set[int] = set()
-        for id, body, words, wlen, parent in self.purged:
+        orphaned = [id for id, *_ in self.purged]
+        for id, live, words, wlen, parent in self.purged:
             db.execute("DELETE FROM nodes WHERE id=?", (id,))
             db.execute("DELETE FROM log WHERE node=?", (id,))
-            if body:
+            if live:
                 fts_del.append((id, words))
                 st["n_live"] -= 1
                 st["w_total"] -= wlen
             if parent is not None:
                 clusters.add(parent)
-        rows = self.rows
+        nodes = self.nodes
         for id in sorted(self.touched):
-            row = rows.get(id)
-            if row is None or not row[CHANGED]:
+            n = _dict_get(nodes, id)
+            if n is None:
                 continue
-            body, words, wlen = row[BODY], row[WORDS], row[WLEN]
-            temporal = row[TEMPORAL]
-            if row[TEXT]:
-                if body:
+            if id in self.created and id < self.first_new:
+                # edges left dangling by an earlier hard delete of this id lead here again
+                self.reparent.update(r[0] for r in db.execute(
+                    "SELECT src FROM edges WHERE dst=? AND kind='PartOf'", (id,)))
+            if n.deleted and id in self.dirty:
+                orphaned.append(id)
+            text_changed = len(n.log) > 0
+            t3 = _written(id, n, logs)
+            live, words, wlen, temporal = n.live, n.words, n.wlen, n.temporal
+            if text_changed:
+                if live:
                     fts_del.append((id, words))
                     st["n_live"] -= 1
                     st["w_total"] -= wlen
-                if row[DELETED]:
-                    body = 0
+                if n.deleted:
+                    live = 0
                     words = None
                     wlen = temporal = 0
                     self.reparent.add(id)  # it leaves its cluster
                 else:
-                    text = text_of(row[KIND], row[LABEL], _facts(row), row[T3])
-                    body = 1
+                    text = n.text(t3)
+                    live = 1
                     st["n_live"] += 1
                     toks = _words.tokenize(text)
                     words, wlen = " ".join(toks), len(toks)
@@ -449,18 +501,12 @@ class _Sink:
                     texts.append(text)
                     st["w_total"] += wlen
                     temporal = int(not _words._RELATIVE_TIME_STEMS.isdisjoint(toks))
-                if row[PARENT] is not None and row[WORDS] != words:
-                    clusters.add(row[PARENT])
-                row[WORDS], row[WLEN] = words, wlen
-                row[TEMPORAL] = temporal
-            row[BODY] = body
-            node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
-                              row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
-                              _encoded(row[FACTS]), None if row[TEXT] else _KEEP,
-                              _dumps(row[CONTEXT]) if row[CONTEXT] else None, body,
-                              words, wlen, row[PARENT], temporal, _dumps(row[T3])))
-            if row[PENDING]:
-                logs.extend(row[PENDING])
+                if n.parent is not None and n.words != words:
+                    clusters.add(n.parent)
+                n.words, n.wlen, n.temporal = words, wlen, temporal
+            n.live = live
+            node_rows.append(self._row(id, n, t3, None if text_changed else _KEEP, live,
+                                       words, wlen, temporal))
         if fts_del:
             db.executemany("INSERT INTO text(text, rowid, words) VALUES('delete', ?, ?)",
                            fts_del)
@@ -481,7 +527,7 @@ class _Sink:
         if fts_add:
             db.executemany("INSERT INTO text(rowid, words) VALUES(?, ?)", fts_add)
         self._write_edges()
-        for p in self.orphaned:
+        for p in orphaned:  # a deleted node's children leave its cluster
             self.reparent.update(r[0] for r in db.execute(
                 "SELECT id FROM nodes WHERE parent=?", (p,)))
         if self.reparent:
@@ -493,66 +539,92 @@ class _Sink:
         self._keep_rows()
 
     def _write_edges(self) -> None:
-        edges = [(id, *e[:E_CHANGED]) for id, e in self.erows.items() if e[E_CHANGED]]
+        """Every edge an operation read or made in this window (a read one changed, but
+        for a Link that found its id taken: written as it was)."""
+        edges = self.edges
         if edges:
-            self.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)",
-                                edges)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?,?,?,?)",
+                [(e.id, e.src, e.dst, e.kind, e.weight, e.valid_from, e.invalid_at,
+                  e.success, e.failure) for e in edges.values()])
+            if self.known is None:
+                self.reparent.update(e.src for e in edges.values() if e.kind == "PartOf")
 
     def _keep_rows(self) -> None:
-        """Rows stay for the next window as they now are on disk, the newest read up to
-        ``KEEP_ROWS`` (an agent's journal comes back to recent nodes and to hot ones such
-        as its projects, which stay as long as they are touched once in a while); edges
-        do not."""
-        rows = self.rows
-        for id in self.touched:
-            r = rows.get(id)
-            if r is not None:
-                r[CHANGED] = r[TEXT] = False
-                r[PENDING] = None
-        for id in [i for i, r in rows.items() if r is None] if self.orphaned else ():
-            del rows[id]
-        over = len(rows) - KEEP_ROWS
+        """Nodes stay for the next window, the newest read up to ``KEEP_ROWS`` (an
+        agent's journal comes back to recent nodes and to hot ones such as its
+        projects); of the oldest read, one this window touched stays (moved to the
+        newest end) and the others go, a fresh rebuild's written first. Edges do not."""
+        nodes = self.nodes
+        over = len(nodes) - KEEP_ROWS
         if over > 0:  # the oldest read go (a dict keeps its keys in the order they came)
-            for id in list(itertools.islice(rows, over + KEEP_ROWS // 4)):
-                del rows[id]
+            touched, unsaved = self.touched, self.unsaved
+            out = []
+            for id in list(itertools.islice(nodes, over + KEEP_ROWS // 4)):
+                n = nodes.pop(id)
+                if id in touched:
+                    _dict_set(nodes, id, n)
+                elif id in unsaved:
+                    out.append((id, n))
+            if out:
+                out.sort(key=_first)
+                self._save(out)
         self.touched.clear()
         self.created.clear()
-        self.erows.clear()
+        self.absent.clear()
+        self.dirty.clear()
+        self.edge_dirty.clear()
+        self.edges.clear()
         self.purged.clear()
         self.reparent.clear()
-        self.orphaned.clear()
+        self.first_new = self.next_node
+
+    def _save(self, held: list) -> None:
+        """A fresh rebuild's rows of ``held`` nodes ``(id, node)``, as they stand (no text
+        work: ``finish`` derives every live node's words and vector once, from its final
+        text)."""
+        unsaved = self.unsaved
+        rows = []
+        for id, n in held:
+            unsaved.discard(id)
+            t3 = n.log.t3
+            rows.append((id, n.kind, n.area, n.label, 1 if n.deleted else 0, n.useful,
+                         n.unhelpful, n.created_at, n.log.seq, n.facts_json(), None,
+                         _dumps(n.context) if n.context else None,
+                         0 if n.deleted else 1, None, 0, None, 0,
+                         t3 if t3.__class__ is str else _dumps(t3)))
+        self.db.executemany("INSERT OR REPLACE INTO nodes VALUES "
+                            "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def _flush_fresh(self) -> None:
-        """A rebuild into a fresh file: the rows as they stand, and no text work at all.
-        A node's words and vector depend on its final text only, so ``finish`` derives
-        each live node's once (before, every window re-derived each node it touched: an
+        """A rebuild into a fresh file: the window's log lines, edges and hard deletes;
+        its nodes are held (``unsaved``) and written when they leave or at the end. A
+        node's words and vector depend on its final text only, so ``finish`` derives each
+        live node's once (before, every window re-derived each node it touched: an
         agent's journal that keeps coming back to old nodes paid it many times a node).
         Cluster parents and the lexical tables are also ``finish``'s."""
-        node_rows, logs = [], []
-        rows = self.rows
-        for id in sorted(self.touched):  # (in id order: the table's, fewer page splits)
-            row = rows.get(id)
-            if row is None or not row[CHANGED]:
-                continue
-            node_rows.append((id, row[KIND], row[AREA], row[LABEL], row[DELETED],
-                              row[USEFUL], row[UNHELPFUL], row[CREATED], row[NLOG],
-                              _encoded(row[FACTS]), None,
-                              _dumps(row[CONTEXT]) if row[CONTEXT] else None,
-                              0 if row[DELETED] else 1, None, 0, None, 0, _dumps(row[T3])))
-            if row[PENDING]:
-                logs.extend(row[PENDING])
+        logs: list = []
+        nodes, unsaved = self.nodes, self.unsaved
+        for id in self.touched:
+            n = _dict_get(nodes, id)
+            if n is not None:
+                unsaved.add(id)
+                if n.log:
+                    _written(id, n, logs)
         db = self.db
         for id, *_ in self.purged:
             db.execute("DELETE FROM nodes WHERE id=?", (id,))
             db.execute("INSERT OR REPLACE INTO stage.purged SELECT ?, coalesce(max(rowid), 0) "
                        "FROM stage.log", (id,))
-        if node_rows:
-            db.executemany("INSERT OR REPLACE INTO nodes VALUES "
-                           "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", node_rows)
         if logs:
             db.executemany("INSERT INTO stage.log VALUES (?,?,?,?,?)", logs)
         self._write_edges()
         self._keep_rows()
+
+    def save_all(self) -> None:
+        """A fresh rebuild's end: every held node not yet written, in id order."""
+        nodes = self.nodes
+        self._save([(id, _dict_get(nodes, id)) for id in sorted(self.unsaved)])
 
     def _derived(self, ids: list, rows: list) -> None:
         """A fresh rebuild's words, lengths, temporal flags and vectors (``finish``)."""
@@ -617,11 +689,11 @@ class _Sink:
                     clusters.add(new)
         if changed:
             db.executemany("UPDATE nodes SET parent=? WHERE id=?", changed)
-            rows = self.rows
+            nodes = self.nodes
             for new, id in changed:
-                row = rows.get(id)
-                if row is not None:
-                    row[PARENT] = new
+                n = _dict_get(nodes, id)
+                if n is not None:
+                    n.parent = new
 
     def _clusters(self, parents: set) -> None:
         """Rewrite each cluster document: its live members' words, by node id."""
@@ -651,6 +723,7 @@ class _Sink:
         state: the secondary indexes, every live node's cluster parent and every
         cluster's words (what ``_reparent`` and ``_clusters`` give, as both are
         functions of the graph as it stands), and both lexical tables."""
+        self.save_all()
         db, st = self.db, self.stats
         if db.execute("SELECT 1 FROM stage.purged LIMIT 1").fetchone():
             db.execute("DELETE FROM stage.log WHERE rowid <= coalesce((SELECT mark FROM "
@@ -687,6 +760,7 @@ class _Sink:
 
 
 _KEEP = object()  # a node row whose vector did not change
+_first = operator.itemgetter(0)
 DERIVE_CHUNK = 4000  # texts ``finish`` derives at a time
 class Index:
     """An open ``journal.index`` (see the module docstring)."""
@@ -933,6 +1007,11 @@ class Index:
             from ..text.text_worker import Deferred
 
             sink.deferred = Deferred(end - start)
+        # No collection while folding: the held nodes and what each window makes are
+        # not cyclic, and every collection walked the tens of thousands of nodes held
+        # (measured: a third of a rebuild's CPU at 100,000 agent-like nodes).
+        enabled = gc.isenabled()
+        gc.disable()
         try:
             report, bad = self._fold_windows(sink, start, end, show)
             if sink.known is not None:
@@ -940,6 +1019,9 @@ class Index:
         finally:
             if sink.deferred is not None:
                 sink.deferred.close()
+            sink.release()
+            if enabled:
+                gc.enable()
         for b in bad:
             if b["offset"] >= whole:
                 b["reason"] = "torn last line (a writer died mid-line): " + b["reason"]
