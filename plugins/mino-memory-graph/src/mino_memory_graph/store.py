@@ -447,19 +447,6 @@ class Store:
         if self._graph is not None:
             self._graph.reload()
 
-    def apply_ops(self, ops_list) -> int:
-        """Apply pre-built ``(name, body)`` ops (a planner's output) as one request.
-
-        The caller allocated ids from the counters it read; ``at`` fields are replaced by
-        this request's clock. Returns the request's ``at``.
-        """
-        with self.write() as req:
-            for name, body in ops_list:
-                body = dict(body)
-                body["at"] = req.at
-                req.apply(name, body)
-            return req.at
-
     # --- reading ------------------------------------------------------------------
 
     def search(self, query: str, k: int = 5, *, kind: str | None = None,

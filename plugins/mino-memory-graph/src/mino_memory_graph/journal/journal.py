@@ -453,23 +453,13 @@ def bulk(graph: Graph, report: Report, long_lived: bool = False):
             gc.enable()
 
 
-def fold(data: bytes, graph: Graph, base: int, report: Report,
-         bad: list[dict], long_lived: bool = False) -> None:
-    """Parse complete lines of ``data`` (which starts at byte ``base``) and apply them.
-
-    Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
-    operations that cannot apply are skipped with a warning. Never raises for content.
-    ``long_lived``: see ``bulk``.
-    """
-    fold_range(lambda a, b: data[a - base:b - base], base, base + len(data), graph,
-               report, bad, long_lived)
-
-
 def fold_range(read, start: int, end: int, graph: Graph, report: Report, bad: list[dict],
                long_lived: bool = False) -> None:
-    """``fold`` for bytes ``[start, end)`` of a file read as ``read(a, b)``, a window at a
-    time: a line over ``MAX_LINE`` is quarantined without being held whole (see
-    ``windows``)."""
+    """Parse complete lines of bytes ``[start, end)`` of a file read as ``read(a, b)``, a
+    window at a time, and apply them. Lines that are not UTF-8 or not an operation go to
+    ``bad`` (quarantine records), a line over ``MAX_LINE`` without being held whole (see
+    ``windows``); operations that cannot apply are skipped with a warning. Never raises
+    for content. ``long_lived``: see ``bulk``."""
     with bulk(graph, report, long_lived) as fresh:
         for off, piece in windows(read, start, end, bad):
             _fold(piece, graph, off, report, bad, not fresh)

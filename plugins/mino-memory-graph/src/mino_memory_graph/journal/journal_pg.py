@@ -80,7 +80,6 @@ KEEPALIVE = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5,
 STATE_V = 2            # journal.seq's format (1: an older mino's unjudged copy)
 
 DDL = _schema.DDL
-GRANTS = _schema.grants()
 
 
 _TOLD: set[str] = set()  # URLs whose outage this process has told of (once each)
@@ -815,7 +814,6 @@ class _Out:
         self.refused: list = []
         self.rbytes = st.get("rbytes", 0)
         self.chain = st.get("chain", "")
-        self.size0 = st["bytes"]
         # the authors file holds what the record says, no more (a crash after its append)
         fd = os.open(journal.rows_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
                      0o600)
