@@ -18,6 +18,7 @@ import fcntl
 import gc
 import json
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -102,6 +103,18 @@ def file_journal_path(home: Path | str | None = None, config: dict | None = None
     if home is None:
         home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")
     return Path(home) / "graph" / "journal.jsonl"
+
+
+def kept_name(path: Path, what: str) -> Path:
+    """A new name beside ``path`` for an old journal kept after ``what`` (a repair, a
+    reset): ``<stem>.before-<what>-<UTC time>[-n]<suffix>``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    name = path.with_name(f"{path.stem}.before-{what}-{stamp}{path.suffix}")
+    n = 1
+    while name.exists():
+        n += 1
+        name = path.with_name(f"{path.stem}.before-{what}-{stamp}-{n}{path.suffix}")
+    return name
 
 
 def sibling(path: Path, ext: str) -> Path:

@@ -58,7 +58,7 @@ from mino_core import plugin_logger
 
 from . import shared_schema as _schema
 from . import shared_url as _url
-from .journal import Journal, sibling
+from .journal import Journal, kept_name, sibling
 from .shared_check import Rows
 from ..core.errors import MemoryError_, SharedJournalError  # noqa: F401 - this module's names
 
@@ -223,27 +223,20 @@ class SharedJournal(Journal):
         c = self.conn
         reused = c is not None and not c.closed and not c.broken
         conn = self.connect()
-        try:
-            with _deadline(conn) as cut:
-                return step(conn)
-        except psycopg.OperationalError:
-            if cut:  # no answer in time: not a link that died while idle
-                self.disconnect()
-                raise _NoAnswer() from None
-            if not reused or not (conn.broken or conn.closed):  # a refusal, not the link
-                raise
+        for retry in (reused, False):
+            try:
+                with _deadline(conn) as cut:
+                    return step(conn)
+            except psycopg.OperationalError:
+                if cut:  # no answer in time: not a link that died while idle
+                    self.disconnect()
+                    raise _NoAnswer() from None
+                if not retry or not (conn.broken or conn.closed):  # a refusal, not the link
+                    raise
             log.info("shared memory journal %s: connection lost while idle; reconnecting",
                      self.shown)
             self.disconnect()
             conn = self.connect()
-            with _deadline(conn) as cut:
-                try:
-                    return step(conn)
-                except psycopg.OperationalError:
-                    if cut:
-                        self.disconnect()
-                        raise _NoAnswer() from None
-                    raise
 
     def _notified(self, n) -> None:
         if self.conn is None or n.pid != self.conn.info.backend_pid:
@@ -311,12 +304,7 @@ class SharedJournal(Journal):
         ``keep``: the old copy (and its authors) stays beside it, for a restore."""
         kept = None
         if keep and os.fstat(self.fd).st_size:
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-            kept = self.path.with_name(f"{self.path.stem}.before-reset-{stamp}.jsonl")
-            n = 1
-            while kept.exists():
-                n += 1
-                kept = self.path.with_name(f"{self.path.stem}.before-reset-{stamp}-{n}.jsonl")
+            kept = kept_name(self.path, "reset")
             os.link(self.path, kept)
             os.chmod(kept, 0o600)
             try:
@@ -333,17 +321,21 @@ class SharedJournal(Journal):
             tmp = p.with_name(p.name + ".new")
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
             os.replace(tmp, p)
+        self._forget_judge()
+        os.close(self.fd)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+        # ``ino`` stays the old file's until the store reopens: ``replaced`` tells it
+        self._save_state(0, 0)
+        return kept
+
+    def _forget_judge(self) -> None:
+        """The judge's state, in memory and saved, and the refused rows go (a new copy)."""
         for p in (self.judge_path, self.refused_path):
             try:
                 p.unlink()
             except FileNotFoundError:
                 pass
-        os.close(self.fd)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
-        # ``ino`` stays the old file's until the store reopens: ``replaced`` tells it
         self._judge = self._judge_mark = None
-        self._save_state(0, 0)
-        return kept
 
     def _judge_for(self, st: dict) -> Rows:
         """The judge's state after the mirror's lines (``st`` says which): the one in
@@ -426,16 +418,9 @@ class SharedJournal(Journal):
             first = False
             if not rows:
                 break
-            judge = self._judge_for(st) if out.judge is None else out.judge
-            out.judge = judge
-            valid = []
-            for r in rows:
-                why = judge.admit(r[1], r[2], r[3])
-                if why is None:
-                    valid.append(r)
-                else:
-                    judge.refused += 1
-                    out.refused.append((r, why))
+            if out.judge is None:
+                out.judge = self._judge_for(st)
+            valid = out.admit(rows)
             last = rows[-1][0]
             payload = "".join(r[1] + "\n" for r in valid).encode("utf-8")
             write = payload
@@ -600,15 +585,8 @@ class SharedJournal(Journal):
                                      "another order; memory is read again from it")
         st = self._state()
         out = _Out(self, st)
-        out.judge = judge = self._judge_for(st)
-        valid = []
-        for r in rows:
-            why = judge.admit(r[1], r[2], r[3])
-            if why is None:
-                valid.append(r)
-            else:
-                judge.refused += 1
-                out.refused.append((r, why))
+        out.judge = self._judge_for(st)
+        valid = out.admit(rows)
         data = "".join(r[1] + "\n" for r in valid).encode("utf-8")
         try:
             out.add(data, valid, data, saved=True)
@@ -669,12 +647,7 @@ class SharedJournal(Journal):
         side = "".join(json.dumps([r[0], r[2], r[3]]) + "\n" for r in kept).encode("utf-8")
         size = super().rewrite([data], keep_old)
         replace_file(self.rows_path, [side])
-        for p in (self.judge_path, self.refused_path):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
-        self._judge, self._judge_mark = None, None
+        self._forget_judge()
         self._save_state(rows[-1][0] if rows else 0, size, len(side),
                          _chain_of(data), 0)
         return size
@@ -822,6 +795,19 @@ class _Out:
                 os.ftruncate(fd, self.rbytes)
         finally:
             os.close(fd)
+
+    def admit(self, rows: list) -> list:
+        """The rows ``(seq, line, user, host)`` the judge lets through; the others are
+        counted and kept in ``refused`` with the reason."""
+        valid = []
+        for r in rows:
+            why = self.judge.admit(r[1], r[2], r[3])
+            if why is None:
+                valid.append(r)
+            else:
+                self.judge.refused += 1
+                self.refused.append((r, why))
+        return valid
 
     def add(self, write: bytes, valid: list, payload: bytes, saved: bool = False) -> None:
         j = self.j
