@@ -337,8 +337,6 @@ class Store:
         for p in (ix, Path(str(ix) + "-journal")):
             try:
                 os.unlink(p)
-            except FileNotFoundError:
-                pass
             except OSError:
                 pass
 

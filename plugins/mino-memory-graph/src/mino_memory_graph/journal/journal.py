@@ -356,10 +356,7 @@ def replace_file(path: Path, chunks, keep_old: Path | None = None) -> None:
             os.chmod(keep_old, 0o600)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
 

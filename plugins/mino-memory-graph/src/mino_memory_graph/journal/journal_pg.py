@@ -331,10 +331,7 @@ class SharedJournal(Journal):
     def _forget_judge(self) -> None:
         """The judge's state, in memory and saved, and the refused rows go (a new copy)."""
         for p in (self.judge_path, self.refused_path):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
+            p.unlink(missing_ok=True)
         self._judge = self._judge_mark = None
 
     def _judge_for(self, st: dict) -> Rows:

@@ -109,10 +109,7 @@ def export(journal: SharedJournal, dest: Path) -> int:
     except FileExistsError:
         raise SharedJournalError(f"{dest} exists; export writes a new file only") from None
     finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
     return n
 
 
