@@ -107,7 +107,6 @@ def shared_repair(store) -> dict:
                     info.update(removed=len(refused), kept=str(name))
                     damaged = False
         except psycopg.Error as e:
-            j.disconnect()
             raise j.error("repairing the shared memory journal failed; nothing changed",
                           e) from None
         if damaged:

@@ -136,6 +136,9 @@ class SharedJournal(Journal):
     # --- the connection -----------------------------------------------------------
 
     def error(self, what: str, e: Exception) -> SharedJournalError:
+        """``e`` in one line, without the password; the connection is closed (after an
+        error its session is gone or unusable)."""
+        self.disconnect()
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return SharedJournalError(_url.scrub(f"{what} ({self.shown}): {msg}", self.url))
 
@@ -455,7 +458,6 @@ class SharedJournal(Journal):
             except _NoAnswer:
                 raise self._no_answer("reading the shared memory journal failed") from None
             except psycopg.Error as e:
-                self.disconnect()
                 raise self.error("reading the shared memory journal failed", e) from None
 
     def _no_answer(self, what: str) -> SharedJournalError:
@@ -496,7 +498,6 @@ class SharedJournal(Journal):
             except psycopg.errors.LockNotAvailable:
                 raise self._lock_refusal() from None
             except psycopg.Error as e:
-                self.disconnect()
                 raise self.error("cannot write the shared memory journal", e) from None
             self._in_write = True
             try:
@@ -572,7 +573,6 @@ class SharedJournal(Journal):
             err.maybe_saved = True
             raise err from None
         except psycopg.Error as e:  # refused by the server: the transaction is gone
-            self.disconnect()
             raise self.error("cannot write the shared memory journal; nothing was saved",
                              e) from None
         rows.sort()
@@ -623,7 +623,6 @@ class SharedJournal(Journal):
                                                      (self.user, self.host, self.session))
             conn.execute(NOTIFY_COMMIT)
         except psycopg.Error as e:
-            self.disconnect()
             raise self.error("rewriting the shared memory journal failed; nothing changed",
                              e) from None
         except UnicodeDecodeError:
