@@ -30,6 +30,38 @@ def replay(where) -> Graph:
         j.close()
 
 
+def fold(data: bytes, graph: Graph, base: int, report: Report, bad: list[dict],
+         long_lived: bool = False) -> None:
+    """``fold_range`` over ``data``, which starts at byte ``base``."""
+    fold_range(lambda a, b: data[a - base:b - base], base, base + len(data), graph,
+               report, bad, long_lived)
+
+
+def apply_ops(store, ops_list) -> int:
+    """Apply pre-built ``(name, body)`` ops (a planner's output) as one request, each
+    ``at`` replaced by the request's clock; returns that ``at``."""
+    with store.write() as req:
+        for name, body in ops_list:
+            req.apply(name, dict(body, at=req.at))
+        return req.at
+
+
+def in_other_project(graph, nid: int, project: int | None) -> bool:
+    """Attached by a live PartOf to another project and not to ``project`` (the store's
+    scope rule, for one node: O(its edges))."""
+    other = mine = False
+    now = graph.clock
+    projects = graph.projects
+    for e in graph.edges_of(nid):
+        if e.kind == "PartOf" and e.src == nid and e.dst in projects and e.alive_at(now):
+            if e.dst == project:
+                mine = True
+            else:
+                other = True
+    return other and not mine
+
+
+
 def graph_snapshot(g) -> tuple:
     """The graph as plain tuples (canonical: equal graphs give equal snapshots)."""
     g = replay(g)

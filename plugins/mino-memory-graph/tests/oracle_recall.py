@@ -53,8 +53,14 @@ import numpy as np
 from mino_memory_graph.core.model import Graph, f32
 from mino_memory_graph.recall.routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 
-from mino_memory_graph.recall.results import (AREA_CODE, KIND_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
-                      Hit, area_names, offer, ranked)
+from mino_memory_graph.recall.results import (AREA_CODE, SEED_MIN, USEFULNESS_BIAS, Found,  # noqa: F401
+                      Hit, offer, ranked)
+
+KIND_CODE = {"Aspect": 0, "TaskEpisode": 1, "Entity": 2, "Harness": 3, "Outcome": 4}
+
+
+def area_names(areas: list[str]) -> str:
+    return ", ".join(areas) if areas else "all"
 
 _F32_01 = f32(0.1)
 

@@ -13,7 +13,7 @@ from mino_memory_graph import plugin
 from mino_memory_graph.store import Store
 
 from graphtest import GRAPH, graph_of, journal
-from oracle import replay
+from oracle import apply_ops, replay
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +55,7 @@ def test_one_lesson_per_shared_theme_then_nothing_then_new_evidence_supersedes(t
     (lesson,) = lessons
     assert lesson["sources"] == [a, b, c] and lesson["change"] == "new"
     assert [name for name, _ in ops] == ["CreateNode", "SetArea", "AddFact", "AddFact"]
-    s.apply_ops(ops)
+    apply_ops(s, ops)
     n = s.graph.nodes[lesson["node"]]
     assert n.area == "Semantic" and n.kind == "Aspect"
     assert n.fact("recurring_theme").value == "seen in 3 episodes: helm rollback timed"
@@ -68,7 +68,7 @@ def test_one_lesson_per_shared_theme_then_nothing_then_new_evidence_supersedes(t
         e = r.episode("task: helm rollback timed out a third time")
     ops3, lessons3 = consolidate.plan(s.graph)
     assert [name for name, _ in ops3] == ["SupersedeFact"] and lessons3[0]["change"] == "updated"
-    s.apply_ops(ops3)
+    apply_ops(s, ops3)
     n = s.graph.nodes[lesson["node"]]
     assert n.fact("sources").value == f"#{a} #{b} #{c} #{e}"
     # nothing erased: the journal only grew, the old sources value is history

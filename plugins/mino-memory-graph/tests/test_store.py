@@ -8,8 +8,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from mino_memory_graph.core import model as _model
 from mino_memory_graph.core import ops
-from oracle import replay, same_graph
-from mino_memory_graph.journal.journal import Report, fold
+from oracle import fold, replay, same_graph
+from mino_memory_graph.journal.journal import Report
 from mino_memory_graph.core.model import ApplyError, CLOCK_START, Graph
 from mino_memory_graph.core.errors import MemoryError_
 from mino_memory_graph.store import Store

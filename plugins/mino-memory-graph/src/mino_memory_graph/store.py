@@ -337,8 +337,6 @@ class Store:
         for p in (ix, Path(str(ix) + "-journal")):
             try:
                 os.unlink(p)
-            except FileNotFoundError:
-                pass
             except OSError:
                 pass
 
@@ -446,19 +444,6 @@ class Store:
         read again from the index when next needed; nothing else changed."""
         if self._graph is not None:
             self._graph.reload()
-
-    def apply_ops(self, ops_list) -> int:
-        """Apply pre-built ``(name, body)`` ops (a planner's output) as one request.
-
-        The caller allocated ids from the counters it read; ``at`` fields are replaced by
-        this request's clock. Returns the request's ``at``.
-        """
-        with self.write() as req:
-            for name, body in ops_list:
-                body = dict(body)
-                body["at"] = req.at
-                req.apply(name, body)
-            return req.at
 
     # --- reading ------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 
 import click
 
@@ -31,6 +32,23 @@ def _open(context):
         raise click.ClickException(f"cannot open the memory journal: {e}") from None
     _report_quarantine(store)
     return store
+
+
+@contextmanager
+def _opened(context, node: int | None = None):
+    """The store, closed at the end; a ``MemoryError_`` in the block is one line (about
+    ``node``: see ``_missing``)."""
+    from ..core.errors import MemoryError_
+
+    store = _open(context)
+    try:
+        yield store
+    except MemoryError_ as e:
+        if node is not None:
+            _missing(e, node, store)
+        _fail(e)
+    finally:
+        store.close()
 
 
 def _report_quarantine(store) -> None:
@@ -160,17 +178,11 @@ def register_commands(group, context):
     def list_cmd(limit, offset, episodes, everything, kind, explain, as_json):
         """List memories and their facts, the most recently changed first."""
         from .listing import listing
-        from ..core.errors import MemoryError_
         from ..store import _parse_kind
 
-        store = _open(context)
-        try:
+        with _opened(context) as store:
             out = listing(store, limit=limit, offset=offset, episodes=episodes,
                           forgotten=everything, kind=_parse_kind(kind) if kind else None)
-        except MemoryError_ as e:
-            _fail(e)
-        finally:
-            store.close()
         if as_json:
             _echo_json(out)
             return
@@ -203,10 +215,8 @@ def register_commands(group, context):
         """Search memory: the matching facts, where they came from, and when."""
         from .listing import Reader, node_view
         from ..journal.shared_check import describe, written_by
-        from ..core.errors import MemoryError_
 
-        store = _open(context)
-        try:
+        with _opened(context) as store:
             out = store.search_json(query, k, kind=kind, areas=list(areas))
             reader = Reader(store)
             views = {}
@@ -219,10 +229,6 @@ def register_commands(group, context):
                     who = written_by(store, r["node"])
                     if who is not None:
                         r["written_by"] = who
-        except MemoryError_ as e:
-            _fail(e)
-        finally:
-            store.close()
         if as_json:
             _echo_json(out)
             return
@@ -248,21 +254,14 @@ def register_commands(group, context):
     @click.argument("node")
     def show_cmd(node):
         """Show what the model reads about a memory (its current facts, recent log)."""
-        from ..core.errors import MemoryError_
+        from ..journal.shared_check import describe, written_by
 
         node = _node_arg(node)
-        store = _open(context)
-        try:
+        with _opened(context, node) as store:
             click.echo(visible(store.state(node), lines=True), nl=False)
-            from ..journal.shared_check import describe, written_by
-
             who = describe(written_by(store, node))  # a shared journal: the database's word
             if who:
                 click.echo(_one(who))
-        except MemoryError_ as e:
-            _missing(e, node, store)
-        finally:
-            store.close()
 
     @group.command("history")
     @click.argument("node")
@@ -273,11 +272,9 @@ def register_commands(group, context):
         """Every value a memory ever had (current and superseded) and its whole log,
         with dates."""
         from .listing import Reader
-        from ..core.errors import MemoryError_
 
         node = _node_arg(node)
-        store = _open(context)
-        try:
+        with _opened(context, node) as store:
             h = store.history(node)
             reader = Reader(store)
             for f in h["facts"]:
@@ -286,10 +283,6 @@ def register_commands(group, context):
                 e["date"] = reader.date_of(e["at"])
             row = reader.row(node)
             h["source"] = reader.source(row) if row else {}
-        except MemoryError_ as e:
-            _missing(e, node, store)
-        finally:
-            store.close()
         if as_json:
             _echo_json(h)
             return
@@ -379,8 +372,7 @@ def register_commands(group, context):
         from ..core.errors import MemoryError_
 
         node = _node_arg(node)
-        store = _open(context)
-        try:
+        with _opened(context) as store:
             # a node forgotten with --hard is in neither the index nor the graph; the
             # journal still holds it, and the purge finds it there
             if store.index is not None:
@@ -406,10 +398,6 @@ def register_commands(group, context):
                                    f"{e}") from e
             if known:  # bad lines a person was told about moved: not news
                 store.journal.mark_reported(store.journal.unreported())
-        except MemoryError_ as e:
-            _fail(e)
-        finally:
-            store.close()
         if as_json:
             _echo_json(done)
             return

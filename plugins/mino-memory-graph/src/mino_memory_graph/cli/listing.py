@@ -35,6 +35,13 @@ def _date_in(facts) -> str | None:
     return None
 
 
+def _node_row(n) -> tuple:
+    """A graph node as the index's row (see ``Reader.rows``)."""
+    return (n.id, n.kind, n.area, n.label, bool(n.deleted), n.created_at,
+            [(f.id, f.key, f.value, f.created_at, f.active, f.superseded_by)
+             for f in n.facts])
+
+
 class Reader:
     """Rows of nodes, their sources and dates, from ``store``'s index or graph."""
 
@@ -54,9 +61,7 @@ class Reader:
         graph (without the index: ``listing`` pages in SQLite); each fact ``(id, key,
         value, created_at, active, superseded_by)``."""
         for n in list(self.store.graph.nodes.values()):
-            yield (n.id, n.kind, n.area, n.label, bool(n.deleted), n.created_at,
-                   [(f.id, f.key, f.value, f.created_at, f.active, f.superseded_by)
-                    for f in n.facts])
+            yield _node_row(n)
 
     def row(self, id: int):
         if self.ix is not None:
@@ -65,11 +70,7 @@ class Reader:
             return None if r is None else (r[0], r[1], r[2], r[3], bool(r[4]), r[5],
                                            [tuple(f) for f in json.loads(r[6])])
         n = self.store.graph.nodes.get(id)
-        if n is None:
-            return None
-        return (n.id, n.kind, n.area, n.label, bool(n.deleted), n.created_at,
-                [(f.id, f.key, f.value, f.created_at, f.active, f.superseded_by)
-                 for f in n.facts])
+        return None if n is None else _node_row(n)
 
     def _part_of(self, id: int) -> list[int]:
         if self.ix is not None:

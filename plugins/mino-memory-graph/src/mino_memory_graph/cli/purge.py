@@ -207,7 +207,7 @@ def _lines(path: Path):
 
 
 def kept_journals(path: Path) -> list[Path]:
-    """Journals ``check --repair`` kept beside ``path`` (see ``repair.kept_name``)."""
+    """Journals ``check --repair`` kept beside ``path`` (see ``journal.kept_name``)."""
     from glob import escape
 
     return sorted(path.parent.glob(f"{escape(path.stem)}.before-repair-*{escape(path.suffix)}"))

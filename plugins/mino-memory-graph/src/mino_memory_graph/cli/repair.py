@@ -10,23 +10,10 @@ removed (by its owner), an older mino's table upgraded, an edited copy fetched a
 """
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
-from ..journal.journal import Report, fold_range
+from ..journal.journal import Report, fold_range, kept_name
 from ..core.model import Graph
 
 STEP = 1 << 20
-
-
-def kept_name(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    name = path.with_name(f"{path.stem}.before-repair-{stamp}{path.suffix}")
-    n = 1
-    while name.exists():
-        n += 1
-        name = path.with_name(f"{path.stem}.before-repair-{stamp}-{n}{path.suffix}")
-    return name
 
 
 def _ranges(journal, bad_offsets: list[int], size: int):
@@ -79,7 +66,7 @@ def repair(store) -> dict:
     store.refresh()
     if not store.quarantined_total():
         return info
-    kept = kept_name(store.path)
+    kept = kept_name(store.path, "repair")
     info["bytes_after"] = store.rewrite(make_chunks, keep_old=kept)
     info["kept"] = str(kept)
     return info
@@ -115,12 +102,11 @@ def shared_repair(store) -> dict:
                     info["upgraded"] = j.version < 2
                     oid, new = make_table(conn, kept, "repair")
                     conn.execute(NOTIFY_COMMIT)
-                    name = kept_name(store.path)
+                    name = kept_name(store.path, "repair")
                     info["bytes_after"] = j.adopt(oid, new, keep_old=name)
                     info.update(removed=len(refused), kept=str(name))
                     damaged = False
         except psycopg.Error as e:
-            j.disconnect()
             raise j.error("repairing the shared memory journal failed; nothing changed",
                           e) from None
         if damaged:

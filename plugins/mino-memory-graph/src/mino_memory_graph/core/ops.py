@@ -46,7 +46,6 @@ SPECS: dict[str, tuple[tuple[str, int], ...]] = {
     "CommitLog": (("node", U64), ("kind", STR), ("detail", STR), ("at", U64)),
     "RecordUsefulness": (("node", U64), ("useful", BOOL), ("at", U64)),
 }
-OP_NAMES = tuple(SPECS)
 
 F32_MAX = 3.4028234663852886e38
 
@@ -217,10 +216,6 @@ def encode(name: str, body: dict) -> bytes:
         ordered["chunk"] = {"from": c["from"], "dim": c["dim"], "vec": list(c.get("vec", [])),
                             "note": c["note"]}
     return (_dumps({name: ordered}) + "\n").encode("utf-8")
-
-
-def op_at(body: dict) -> int:
-    return body["at"]
 
 
 # --- constructors (plain dicts; callers allocate ids) ---------------------------------

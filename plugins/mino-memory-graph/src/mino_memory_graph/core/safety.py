@@ -40,14 +40,6 @@ from mino_core import (AUTHORITY, CURL_TO_SHELL, EXFILTRATION,  # noqa: F401
 REDACTED = "[redacted]"
 
 
-def secret_warning(text: str) -> str | None:
-    """"a secret (...)" when ``text`` holds one (for a confirmation's warning), else None."""
-    from mino_core import find_secrets
-
-    found = find_secrets(text or "")
-    return f"a secret ({found[0][2]}), which is saved as {REDACTED}" if found else None
-
-
 def redact(text: str) -> str:
     """``text`` with each secret replaced by ``[redacted]`` (``mino_core.secret_scan``)."""
     if not text:

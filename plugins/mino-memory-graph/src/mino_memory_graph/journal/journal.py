@@ -18,6 +18,7 @@ import fcntl
 import gc
 import json
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -102,6 +103,18 @@ def file_journal_path(home: Path | str | None = None, config: dict | None = None
     if home is None:
         home = Path(os.environ.get("MINO_HOME") or Path.home() / ".mino")
     return Path(home) / "graph" / "journal.jsonl"
+
+
+def kept_name(path: Path, what: str) -> Path:
+    """A new name beside ``path`` for an old journal kept after ``what`` (a repair, a
+    reset): ``<stem>.before-<what>-<UTC time>[-n]<suffix>``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    name = path.with_name(f"{path.stem}.before-{what}-{stamp}{path.suffix}")
+    n = 1
+    while name.exists():
+        n += 1
+        name = path.with_name(f"{path.stem}.before-{what}-{stamp}-{n}{path.suffix}")
+    return name
 
 
 def sibling(path: Path, ext: str) -> Path:
@@ -343,10 +356,7 @@ def replace_file(path: Path, chunks, keep_old: Path | None = None) -> None:
             os.chmod(keep_old, 0o600)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
 
@@ -453,23 +463,13 @@ def bulk(graph: Graph, report: Report, long_lived: bool = False):
             gc.enable()
 
 
-def fold(data: bytes, graph: Graph, base: int, report: Report,
-         bad: list[dict], long_lived: bool = False) -> None:
-    """Parse complete lines of ``data`` (which starts at byte ``base``) and apply them.
-
-    Lines that are not UTF-8 or not an operation go to ``bad`` (quarantine records);
-    operations that cannot apply are skipped with a warning. Never raises for content.
-    ``long_lived``: see ``bulk``.
-    """
-    fold_range(lambda a, b: data[a - base:b - base], base, base + len(data), graph,
-               report, bad, long_lived)
-
-
 def fold_range(read, start: int, end: int, graph: Graph, report: Report, bad: list[dict],
                long_lived: bool = False) -> None:
-    """``fold`` for bytes ``[start, end)`` of a file read as ``read(a, b)``, a window at a
-    time: a line over ``MAX_LINE`` is quarantined without being held whole (see
-    ``windows``)."""
+    """Parse complete lines of bytes ``[start, end)`` of a file read as ``read(a, b)``, a
+    window at a time, and apply them. Lines that are not UTF-8 or not an operation go to
+    ``bad`` (quarantine records), a line over ``MAX_LINE`` without being held whole (see
+    ``windows``); operations that cannot apply are skipped with a warning. Never raises
+    for content. ``long_lived``: see ``bulk``."""
     with bulk(graph, report, long_lived) as fresh:
         for off, piece in windows(read, start, end, bad):
             _fold(piece, graph, off, report, bad, not fresh)

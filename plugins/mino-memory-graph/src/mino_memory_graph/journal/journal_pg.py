@@ -58,7 +58,7 @@ from mino_core import plugin_logger
 
 from . import shared_schema as _schema
 from . import shared_url as _url
-from .journal import Journal, sibling
+from .journal import Journal, kept_name, sibling
 from .shared_check import Rows
 from ..core.errors import MemoryError_, SharedJournalError  # noqa: F401 - this module's names
 
@@ -80,7 +80,6 @@ KEEPALIVE = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5,
 STATE_V = 2            # journal.seq's format (1: an older mino's unjudged copy)
 
 DDL = _schema.DDL
-GRANTS = _schema.grants()
 
 
 _TOLD: set[str] = set()  # URLs whose outage this process has told of (once each)
@@ -137,6 +136,9 @@ class SharedJournal(Journal):
     # --- the connection -----------------------------------------------------------
 
     def error(self, what: str, e: Exception) -> SharedJournalError:
+        """``e`` in one line, without the password; the connection is closed (after an
+        error its session is gone or unusable)."""
+        self.disconnect()
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return SharedJournalError(_url.scrub(f"{what} ({self.shown}): {msg}", self.url))
 
@@ -224,27 +226,20 @@ class SharedJournal(Journal):
         c = self.conn
         reused = c is not None and not c.closed and not c.broken
         conn = self.connect()
-        try:
-            with _deadline(conn) as cut:
-                return step(conn)
-        except psycopg.OperationalError:
-            if cut:  # no answer in time: not a link that died while idle
-                self.disconnect()
-                raise _NoAnswer() from None
-            if not reused or not (conn.broken or conn.closed):  # a refusal, not the link
-                raise
+        for retry in (reused, False):
+            try:
+                with _deadline(conn) as cut:
+                    return step(conn)
+            except psycopg.OperationalError:
+                if cut:  # no answer in time: not a link that died while idle
+                    self.disconnect()
+                    raise _NoAnswer() from None
+                if not retry or not (conn.broken or conn.closed):  # a refusal, not the link
+                    raise
             log.info("shared memory journal %s: connection lost while idle; reconnecting",
                      self.shown)
             self.disconnect()
             conn = self.connect()
-            with _deadline(conn) as cut:
-                try:
-                    return step(conn)
-                except psycopg.OperationalError:
-                    if cut:
-                        self.disconnect()
-                        raise _NoAnswer() from None
-                    raise
 
     def _notified(self, n) -> None:
         if self.conn is None or n.pid != self.conn.info.backend_pid:
@@ -312,12 +307,7 @@ class SharedJournal(Journal):
         ``keep``: the old copy (and its authors) stays beside it, for a restore."""
         kept = None
         if keep and os.fstat(self.fd).st_size:
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-            kept = self.path.with_name(f"{self.path.stem}.before-reset-{stamp}.jsonl")
-            n = 1
-            while kept.exists():
-                n += 1
-                kept = self.path.with_name(f"{self.path.stem}.before-reset-{stamp}-{n}.jsonl")
+            kept = kept_name(self.path, "reset")
             os.link(self.path, kept)
             os.chmod(kept, 0o600)
             try:
@@ -334,17 +324,18 @@ class SharedJournal(Journal):
             tmp = p.with_name(p.name + ".new")
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
             os.replace(tmp, p)
-        for p in (self.judge_path, self.refused_path):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
+        self._forget_judge()
         os.close(self.fd)
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         # ``ino`` stays the old file's until the store reopens: ``replaced`` tells it
-        self._judge = self._judge_mark = None
         self._save_state(0, 0)
         return kept
+
+    def _forget_judge(self) -> None:
+        """The judge's state, in memory and saved, and the refused rows go (a new copy)."""
+        for p in (self.judge_path, self.refused_path):
+            p.unlink(missing_ok=True)
+        self._judge = self._judge_mark = None
 
     def _judge_for(self, st: dict) -> Rows:
         """The judge's state after the mirror's lines (``st`` says which): the one in
@@ -427,16 +418,9 @@ class SharedJournal(Journal):
             first = False
             if not rows:
                 break
-            judge = self._judge_for(st) if out.judge is None else out.judge
-            out.judge = judge
-            valid = []
-            for r in rows:
-                why = judge.admit(r[1], r[2], r[3])
-                if why is None:
-                    valid.append(r)
-                else:
-                    judge.refused += 1
-                    out.refused.append((r, why))
+            if out.judge is None:
+                out.judge = self._judge_for(st)
+            valid = out.admit(rows)
             last = rows[-1][0]
             payload = "".join(r[1] + "\n" for r in valid).encode("utf-8")
             write = payload
@@ -474,7 +458,6 @@ class SharedJournal(Journal):
             except _NoAnswer:
                 raise self._no_answer("reading the shared memory journal failed") from None
             except psycopg.Error as e:
-                self.disconnect()
                 raise self.error("reading the shared memory journal failed", e) from None
 
     def _no_answer(self, what: str) -> SharedJournalError:
@@ -515,7 +498,6 @@ class SharedJournal(Journal):
             except psycopg.errors.LockNotAvailable:
                 raise self._lock_refusal() from None
             except psycopg.Error as e:
-                self.disconnect()
                 raise self.error("cannot write the shared memory journal", e) from None
             self._in_write = True
             try:
@@ -591,7 +573,6 @@ class SharedJournal(Journal):
             err.maybe_saved = True
             raise err from None
         except psycopg.Error as e:  # refused by the server: the transaction is gone
-            self.disconnect()
             raise self.error("cannot write the shared memory journal; nothing was saved",
                              e) from None
         rows.sort()
@@ -601,15 +582,8 @@ class SharedJournal(Journal):
                                      "another order; memory is read again from it")
         st = self._state()
         out = _Out(self, st)
-        out.judge = judge = self._judge_for(st)
-        valid = []
-        for r in rows:
-            why = judge.admit(r[1], r[2], r[3])
-            if why is None:
-                valid.append(r)
-            else:
-                judge.refused += 1
-                out.refused.append((r, why))
+        out.judge = self._judge_for(st)
+        valid = out.admit(rows)
         data = "".join(r[1] + "\n" for r in valid).encode("utf-8")
         try:
             out.add(data, valid, data, saved=True)
@@ -649,7 +623,6 @@ class SharedJournal(Journal):
                                                      (self.user, self.host, self.session))
             conn.execute(NOTIFY_COMMIT)
         except psycopg.Error as e:
-            self.disconnect()
             raise self.error("rewriting the shared memory journal failed; nothing changed",
                              e) from None
         except UnicodeDecodeError:
@@ -670,12 +643,7 @@ class SharedJournal(Journal):
         side = "".join(json.dumps([r[0], r[2], r[3]]) + "\n" for r in kept).encode("utf-8")
         size = super().rewrite([data], keep_old)
         replace_file(self.rows_path, [side])
-        for p in (self.judge_path, self.refused_path):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
-        self._judge, self._judge_mark = None, None
+        self._forget_judge()
         self._save_state(rows[-1][0] if rows else 0, size, len(side),
                          _chain_of(data), 0)
         return size
@@ -815,7 +783,6 @@ class _Out:
         self.refused: list = []
         self.rbytes = st.get("rbytes", 0)
         self.chain = st.get("chain", "")
-        self.size0 = st["bytes"]
         # the authors file holds what the record says, no more (a crash after its append)
         fd = os.open(journal.rows_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
                      0o600)
@@ -824,6 +791,19 @@ class _Out:
                 os.ftruncate(fd, self.rbytes)
         finally:
             os.close(fd)
+
+    def admit(self, rows: list) -> list:
+        """The rows ``(seq, line, user, host)`` the judge lets through; the others are
+        counted and kept in ``refused`` with the reason."""
+        valid = []
+        for r in rows:
+            why = self.judge.admit(r[1], r[2], r[3])
+            if why is None:
+                valid.append(r)
+            else:
+                self.judge.refused += 1
+                self.refused.append((r, why))
+        return valid
 
     def add(self, write: bytes, valid: list, payload: bytes, saved: bool = False) -> None:
         j = self.j

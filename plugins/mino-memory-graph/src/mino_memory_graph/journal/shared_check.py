@@ -170,10 +170,6 @@ class Rows:
         r = self.runs[i]
         return r[3], r[4]
 
-    def profile_of(self, role: str) -> list[int]:
-        """The live profile nodes ``role`` made, by id."""
-        return sorted(n for n, r in self.profiles.items() if r == role and self._node(n))
-
     # --- saved beside the copy ----------------------------------------------------
 
     def save(self, path: Path, mark: dict) -> None:

@@ -102,7 +102,6 @@ def restore(journal: SharedJournal, path: Path) -> dict:
             oid, rows = make_table(conn, kept, "restore")
             conn.execute(NOTIFY_COMMIT)
         except psycopg.Error as e:
-            journal.disconnect()
             raise journal.error("restoring the shared memory journal failed; nothing "
                                 "changed", e) from None
         journal.adopt(oid, rows)

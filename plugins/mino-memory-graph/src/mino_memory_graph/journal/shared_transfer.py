@@ -69,7 +69,6 @@ def push(journal: SharedJournal, lines: list[str]) -> int:
             conn.execute(NOTIFY_COMMIT)
             journal.sync(conn)
         except psycopg.Error as e:
-            journal.disconnect()
             raise journal.error("pushing to the shared memory journal failed; nothing was "
                                 "saved", e) from None
     return len(lines)
@@ -104,15 +103,11 @@ def export(journal: SharedJournal, dest: Path) -> int:
             os.close(fd)
         os.link(tmp, dest)  # fails, rather than replaces, when dest appeared meanwhile
     except psycopg.Error as e:
-        journal.disconnect()
         raise journal.error("reading the shared memory journal failed", e) from None
     except FileExistsError:
         raise SharedJournalError(f"{dest} exists; export writes a new file only") from None
     finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
     return n
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from .episodes import OBSERVE, begin, end, observe  # noqa: F401
 from .memories import NAME, Memory, _open, forget_open, identity_of, memory_for  # noqa: F401
 from .recall_block import (HIDDEN_KEYS, LABEL, PITFALLS, RECALL_K,  # noqa: F401
-                           RECALL_MAX, in_other_project, recall_hits, render, scope_for,
+                           RECALL_MAX, recall_hits, render, scope_for,
                            scoped_search)
 from .reflect import subject_of  # noqa: F401
 from .reflection_offer import REFLECTION_TITLE, SKILL_TITLE, reflect_run  # noqa: F401

@@ -51,21 +51,6 @@ def scope_for(graph, project: int | None) -> int | None:
     return project if project is not None else 0  # 0: no project yet, exclude every other
 
 
-def in_other_project(graph, nid: int, project: int | None) -> bool:
-    """Attached by a live PartOf to another project and not to ``project`` (the store's
-    scope rule, for one node: O(its edges))."""
-    other = mine = False
-    now = graph.clock
-    projects = graph.projects
-    for e in graph.edges_of(nid):
-        if e.kind == "PartOf" and e.src == nid and e.dst in projects and e.alive_at(now):
-            if e.dst == project:
-                mine = True
-            else:
-                other = True
-    return other and not mine
-
-
 def scoped_search(store, text: str, k: int, project: int | None, **search):
     """Hits for ``text`` in this project's scope (``search``: the store's other arguments,
     such as ``areas``); the index's scope costs only its candidates."""

@@ -25,7 +25,6 @@ never create a second profile or project node.
 from __future__ import annotations
 
 import configparser
-import os
 import re
 from pathlib import Path
 
@@ -258,10 +257,3 @@ class Standing:
             req.link(nid, project, "PartOf")
         self.sessions[session_id] = nid
         return nid
-
-
-def home_relative(path: Path) -> str:
-    try:
-        return "~/" + str(Path(path).resolve().relative_to(Path(os.path.expanduser("~")).resolve()))
-    except ValueError:
-        return str(path)

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 USEFULNESS_BIAS = 0.02
 SEED_MIN = 1e-6
 
-KIND_CODE = {"Aspect": 0, "TaskEpisode": 1, "Entity": 2, "Harness": 3, "Outcome": 4}
 AREA_CODE = {"Episodic": 0, "Semantic": 1, "Procedural": 2, "Spatial": 3, "Salience": 4,
              "Executive": 5}
 
@@ -86,7 +85,3 @@ def lift_saved(scores: dict, saved: dict, active, weight: float, f32=float) -> N
             if s > scores[n]:
                 scores[n] = s
         scores[ep] = min(s, f32(min(scores[n] for n in kept) * weight))
-
-
-def area_names(areas: list[str]) -> str:
-    return ", ".join(areas) if areas else "all"

@@ -55,11 +55,6 @@ def route_explained(query: str) -> list[tuple[str, list[str]]]:
     return hits[:MAX_ROUTED]
 
 
-def route_query(query: str) -> list[str]:
-    """At most two areas the query points at, best first; [] means no bias."""
-    return [a for a, _ in route_explained(query)]
-
-
 def expand_query_aliases(query: str) -> str:
     """Lowercase the query and append the aliases of any whole-token alias key."""
     q = _ascii_lower(query)

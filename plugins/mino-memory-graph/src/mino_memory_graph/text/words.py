@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import Stemmer
 
-STEMMER = "snowball-english"  # the name recorded beside the index format
 _SNOWBALL = Stemmer.Stemmer("english")
 
 # English function words, contractions split at the apostrophe, and chat fillers.
@@ -83,11 +82,6 @@ _RELATIVE_TIME_STEMS = frozenset(stem(w) for w in _RELATIVE_TIME)
 
 def is_temporal_query(query: str) -> bool:
     return _TEMPORAL_QUERY.search(query.lower()) is not None
-
-
-def entity_key(entity: str) -> str:
-    """An entity's words as the scorer matches them (\"\" when none)."""
-    return " ".join(_WORD.findall(entity.lower()))
 
 
 @dataclass(frozen=True)
