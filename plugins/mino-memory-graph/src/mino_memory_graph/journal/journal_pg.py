@@ -60,7 +60,7 @@ from . import shared_schema as _schema
 from . import shared_url as _url
 from .journal import Journal, kept_name, sibling
 from .shared_check import Rows
-from ..core.errors import MemoryError_, SharedJournalError  # noqa: F401 - this module's names
+from ..core.errors import SharedJournalError
 
 log = plugin_logger("mino.memory.graph")  # the log file and notices, not raw stderr
 
