@@ -635,7 +635,7 @@ def through_loop(convs, ablate: bool = False, blocks: bool = True,
                         per_cat["bm25-stored"][cat][k].append(v)
                     if blocks:
                         text = lg.block(q)
-                        shown = {lg.node_dia[int(m)] for m in re.findall(r" #(\d+)$", text, re.M)
+                        shown = {lg.node_dia[int(m)] for m in re.findall(r" #(\d+)(?: \[[^\]\n]*\])?$", text, re.M)
                                  if int(m) in lg.node_dia}
                         block_hit.append(bool(ev & shown))
                         block_tokens.append(len(text) / 4)
