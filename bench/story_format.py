@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mino_core.json_strings import strings
+
 # The wording rule (README): a question may share at most this share of its content
 # words with any one earlier text the story taught, and never contain a required text.
 MAX_SHARED = 0.5
@@ -224,16 +226,5 @@ def taught_texts(turn: Turn) -> list[str]:
             args = c.get("arguments")
             if str(c.get("name", "")).startswith("memory_") and isinstance(args, dict):
                 out += [v for v in args.values() if isinstance(v, str)]
-    out += [v for v in _leaves(turn.reflection) if isinstance(v, str)]
+    out += list(strings(turn.reflection))
     return out
-
-
-def _leaves(value: Any):
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value

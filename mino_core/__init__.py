@@ -21,7 +21,7 @@ _EXPORTS = {
     "find_secrets": "secret_scan", "redact_secrets": "secret_scan",
     "AUTHORITY": "memory_filter", "CURL_TO_SHELL": "memory_filter", "EXFILTRATION": "memory_filter", "INSTRUCTION": "memory_filter", "MARKUP": "memory_filter", "escape": "memory_filter", "observed": "memory_filter", "refusal": "memory_filter", "shown": "memory_filter",
     "ProtectedPath": "protected", "Rules": "permissions",
-    "MemoryHit": "memory_api", "MemoryService": "memory_api",
+    "MemoryHit": "memory_api", "MemoryService": "memory_api", "command_group": "plugin_commands",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -55,3 +55,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .memory_filter import AUTHORITY, CURL_TO_SHELL, EXFILTRATION, INSTRUCTION, MARKUP, escape, observed, refusal, shown
     from .protected import ProtectedPath
     from .permissions import Rules
+    from .plugin_commands import command_group

@@ -145,6 +145,17 @@ class _PluginGroup(click.Group):
         super().add_command(cmd, name)
 
 
+def command_group(cli: click.Group, name: str, help: str) -> click.Group:
+    """The group ``mino NAME`` that is there (another plugin made it), or a new one: how
+    plugins share a group without depending on each other or on which hook runs first."""
+    group = cli.commands.get(name)
+    if isinstance(group, click.Group):
+        return group
+    group = click.Group(name, help=help)
+    cli.add_command(group)
+    return group
+
+
 def _escaping(cmd: click.Command) -> None:
     inner = cmd.invoke
 

@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import click
 
-from mino_core import hookimpl
+from mino_core import command_group, hookimpl
 
 
-def _mcp_group(cli: click.Group) -> click.Group:
-    """The ``mino mcp`` group that is there (mino-mcp's, when installed), or a new one:
-    neither plugin depends on the other or on which hook runs first."""
-    group = cli.commands.get("mcp")
-    if isinstance(group, click.Group):
-        return group
-
-    @cli.group("mcp")
-    def mcp():
-        """Model Context Protocol: servers mino uses (list) and mino's memory as a server (serve)."""
-
-    return mcp
+MCP_HELP = "Model Context Protocol: servers mino uses (list) and mino's memory as a server (serve)."
 
 
 @hookimpl
 def register_commands(cli, context):
-    group = _mcp_group(cli)
+    group = command_group(cli, "mcp", MCP_HELP)
 
     @group.command("serve")
     @click.option("--allow-save", is_flag=True,

@@ -1,28 +1,21 @@
 """``mino mcp list``: each configured server, its state and its tools.
 
 ``mino mcp`` is a group two plugins share (this one adds ``list``, mino-mcp-memory adds
-``serve``): each takes the group that is there or makes it, so neither depends on which
-plugin's hook runs first.
+``serve``): each takes the group that is there or makes it (``mino_core.command_group``),
+so neither depends on which plugin's hook runs first.
 """
 from __future__ import annotations
 
 import click
 
+from mino_core import command_group
 
-def mcp_group(cli: click.Group) -> click.Group:
-    group = cli.commands.get("mcp")
-    if isinstance(group, click.Group):
-        return group
 
-    @cli.group("mcp")
-    def mcp():
-        """Model Context Protocol: servers mino uses (list) and mino's memory as a server (serve)."""
-
-    return mcp
+MCP_HELP = "Model Context Protocol: servers mino uses (list) and mino's memory as a server (serve)."
 
 
 def add_commands(cli: click.Group, context) -> None:
-    group = mcp_group(cli)
+    group = command_group(cli, "mcp", MCP_HELP)
 
     @group.command("list")
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

@@ -133,14 +133,19 @@ def key_index(facts) -> dict | bool:
     for f in facts:
         ids.add(f.id)
         if f.active:
-            cur = keys.get(f.key)
-            if cur is None:
-                keys[f.key] = f
-            elif cur.__class__ is list:
-                cur.append(f)
-            else:
-                keys[f.key] = [cur, f]
+            _add_key(keys, f)
     return keys if len(ids) == len(facts) else False
+
+
+def _add_key(keys: dict, f: "Fact") -> None:
+    """``f`` under its key: the fact alone, or a list once a second shares the key."""
+    cur = keys.get(f.key)
+    if cur is None:
+        keys[f.key] = f
+    elif cur.__class__ is list:
+        cur.append(f)
+    else:
+        keys[f.key] = [cur, f]
 
 
 def _index_fact(n: "Node", keys: dict, f: "Fact", fresh_id: bool) -> None:
@@ -151,13 +156,7 @@ def _index_fact(n: "Node", keys: dict, f: "Fact", fresh_id: bool) -> None:
     if not fresh_id and any(x.id == f.id for x in n.facts):
         n._keys = False
         return
-    cur = keys.get(f.key)
-    if cur is None:
-        keys[f.key] = f
-    elif cur.__class__ is list:
-        cur.append(f)
-    else:
-        keys[f.key] = [cur, f]
+    _add_key(keys, f)
 
 
 class Edge:
