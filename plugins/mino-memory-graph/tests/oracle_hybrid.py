@@ -1026,7 +1026,7 @@ class HybridScorer:
 
     def _lift_saved(self, out: np.ndarray, kinds: np.ndarray) -> None:
         """``results.lift_saved`` over the best ``SAVED_TOP`` rows (engine rows)."""
-        from mino_memory_graph.recall.results import SAVED_TOP, lift_saved, saved_pairs
+        from mino_memory_graph.recall.results import SAVED_TOP, current_fact, lift_saved, saved_pairs
 
         n = len(out)
         if not n:
@@ -1052,14 +1052,14 @@ class HybridScorer:
         for ps in saved.values():
             for nid, _ in ps:
                 r = row_of.get(nid)
-                if r is not None and r < n and out[r] > 0:
-                    scores[nid] = float(out[r])
+                if r is not None and r < n:
+                    scores[nid] = max(float(out[r]), 0.0)
 
-        def active(nid):
+        def current(nid, fid):
             node = nodes.get(nid)
-            return {f.id for f in node.facts if f.active} if node is not None and \
-                not node.deleted else ()
-        lift_saved(scores, saved, active, self.params.episode, lambda x: float(np.float32(x)))
+            return node is not None and not node.deleted and current_fact(
+                [(f.id, f.key, None, None, f.active) for f in node.facts], fid)
+        lift_saved(scores, saved, current, self.params.episode, lambda x: float(np.float32(x)))
         for nid, s in scores.items():
             out[row_of[nid]] = np.float32(s)
 

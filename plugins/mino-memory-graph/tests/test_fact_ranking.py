@@ -64,3 +64,39 @@ def test_memory_search_lists_the_fact_first(make_harness, scripted_server, mino_
     out = ok(mino_home, "memory", "search", QUESTION).stdout
     lines = [ln for ln in out.splitlines() if "transactional email" in ln or "Note for later" in ln]
     assert lines and "transactional email" in lines[0], out
+
+
+def _replaced_fix_store(path, weight=None):
+    """A message that taught a fix (its episode's ``saved`` names the fix), the fix later
+    replaced on the same pitfall by one told in other words."""
+    from mino_memory_graph.store import Store
+
+    config = _config(weight) if weight is not None else None
+    s = Store.open(path, fsync=False, config=config)
+    with s.write() as r:
+        ep = r.episode("Apply the pending ledger database migrations.")
+        r.add_fact(ep, "message", "Apply the pending ledger database migrations.")
+        pit = r.create_node("Aspect", "pain: Bash(sh scripts/migrate.sh) failed", "Salience")
+        r.add_fact(pit, "failure", "Bash(sh scripts/migrate.sh) failed: lock timeout")
+        old = r.add_fact(pit, "fix", "MIGRATE_LOCK_WAIT=60 sh scripts/migrate.sh")
+        r.add_fact(ep, "saved", f"{pit}:{old}")
+        other = r.create_node("Aspect", "lunch menu for friday")
+        r.add_fact(other, "note", "soup and bread")
+    with s.write() as r:
+        r.supersede(pit, old, "fix", "sh scripts/migrate.sh --skip-locked")
+    return s, ep, pit
+
+
+@pytest.mark.parametrize("weight", [None, 1.0])
+def test_a_message_whose_fix_was_replaced_leads_to_the_current_fix(tmp_path, weight):
+    """The question shares its words only with the message that taught the old fix (now
+    history): the pitfall holding the new fix is found through it, and ranks above it.
+    With ``episode_weight: 1`` (no lending) only the message is found: the test can fail."""
+    s, ep, pit = _replaced_fix_store(tmp_path / "journal.jsonl", weight)
+    hits = [h.node for h in s.search("how do we get the ledger database upgrades applied",
+                                     5).hits]
+    if weight is None:
+        assert pit in hits and (ep not in hits or hits.index(pit) < hits.index(ep)), hits
+    else:
+        assert pit not in hits and ep in hits, hits
+    assert s.graph.nodes[pit].fact("fix").value == "sh scripts/migrate.sh --skip-locked"

@@ -64,21 +64,34 @@ def saved_pairs(value: str | None) -> list[tuple[int, int]]:
     return out
 
 
-def lift_saved(scores: dict, saved: dict, active, weight: float, f32=float) -> None:
+def current_fact(facts, fid: int) -> bool:
+    """Whether fact ``fid`` of a node's facts (``[id, key, value, _, active]`` rows, or
+    None for a node that is gone) is current, or was replaced by a current fact of its
+    key (Mnemo keeps one current value per key, the old ones as history)."""
+    if not facts:
+        return False
+    key = next((f[1] for f in facts if f[0] == fid), None)
+    return key is not None and any(f[4] and (f[0] == fid or f[1] == key) for f in facts)
+
+
+def lift_saved(scores: dict, saved: dict, current, weight: float, f32=float) -> None:
     """A saved, current fact outranks the message that saved it (issue 25).
 
-    ``scores``: {node: score} of the best candidates; ``saved``: {episode: [(node, fact)]}
-    for the episodes among them; ``active(node)``: the ids of that node's current facts.
-    An episode whose message saved a fact still current on a candidate node lends that
-    node its score (the message matched the query; the fact is what memory kept of it),
-    and itself goes just below it (times ``weight``, ``HybridParams.episode``): the block
-    and ``mino memory search`` show the fact first, the message after it or not at all.
+    ``scores``: {node: score} of the best candidates and of the nodes their episodes saved
+    facts on (0.0 for one the query did not reach); ``saved``: {episode: [(node, fact)]}
+    for the episodes among them; ``current(node, fact)``: that fact is current, or a
+    current fact of its key replaced it (a corrected value, a fix that replaced a fix).
+    An episode whose message saved such a fact lends that node its score (the message
+    matched the query; the node holds what memory kept of it, as it stands now), and
+    itself goes just below it (times ``weight``, ``HybridParams.episode``): the block and
+    ``mino memory search`` show the fact first, the message after it or not at all (a
+    message whose value was replaced is history: ``recall_block``).
     """
     for ep, pairs in sorted(saved.items()):
         s = scores.get(ep)
         if s is None:
             continue
-        kept = sorted({n for n, fid in pairs if n in scores and n != ep and fid in active(n)})
+        kept = sorted({n for n, fid in pairs if n in scores and n != ep and current(n, fid)})
         if not kept:
             continue
         for n in kept:

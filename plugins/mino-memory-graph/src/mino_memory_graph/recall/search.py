@@ -38,7 +38,7 @@ from ..text import words as _words
 from ..state.index import Index
 from ..core.model import f32
 from .results import (AREA_CODE, SAVED_TOP, SEED_MIN, USEFULNESS_BIAS, Found, Hit,
-                      lift_saved, offer, ranked, saved_pairs)
+                      current_fact, lift_saved, offer, ranked, saved_pairs)
 from .routing import CROSS_AREA_DISCOUNT, expand_query_aliases, route_explained, routing_why
 from ..text.words import HybridParams
 
@@ -264,7 +264,8 @@ class IndexSearch:
         return out, rows
 
     def _lift_saved(self, out: dict, rows: dict) -> None:
-        """``results.lift_saved`` over the best ``SAVED_TOP`` candidates."""
+        """``results.lift_saved`` over the best ``SAVED_TOP`` candidates; a node one of
+        their episodes saved a fact on joins the candidates (with its row) when lifted."""
         top = heapq.nlargest(SAVED_TOP, out, key=lambda i: (out[i], -i))
         eps = [i for i in top if rows[i].kind == "TaskEpisode"]
         if not eps:
@@ -278,16 +279,20 @@ class IndexSearch:
             pairs = saved_pairs(value)
             if pairs:
                 saved[i] = pairs
-        targets = sorted({n for ps in saved.values() for n, _ in ps if n in out})
+        targets = sorted({n for ps in saved.values() for n, _ in ps})
         if not targets:
             return
-        current = {i: {f[0] for f in json.loads(facts) if f[4]} for i, facts in db.execute(
-            f"SELECT id, facts FROM nodes WHERE id IN ({','.join('?' * len(targets))})",
-            targets)}
+        facts_of = {i: json.loads(facts) for i, facts in db.execute(
+            f"SELECT id, facts FROM nodes WHERE id IN ({','.join('?' * len(targets))}) "
+            "AND deleted=0", targets)}
         scoped = {i: out[i] for i in top}
-        scoped.update((n, out[n]) for n in targets)
-        lift_saved(scoped, saved, lambda n: current.get(n, ()), self.params.episode, f32)
-        out.update(scoped)
+        scoped.update((n, out.get(n, 0.0)) for n in facts_of)
+        lift_saved(scoped, saved, lambda n, fid: current_fact(facts_of.get(n), fid),
+                   self.params.episode, f32)
+        new = [n for n, v in scoped.items() if n not in out and v > 0.0]
+        if new:
+            rows.update(_rows(self.index, new))
+        out.update((n, v) for n, v in scoped.items() if n in out or v > 0.0)
 
     def _cluster_sizes(self, parents) -> dict[int, int]:
         """Live members of each cluster parent (a member with a sibling has a neighbour)."""
