@@ -194,9 +194,11 @@ def test_a_recalled_message_brings_the_memory_saved_from_it(make_harness, script
     block = scripted_server.requests[-1]["input"][0]["content"]
     assert "- message (the user's own words): Remember how we tag releases here" in block
     assert "- saved:" not in block
-    # the node itself shares no word with the question: only its message brings it
-    assert "[Aspect/Semantic] conventions" not in block
-    assert "memory saved from this message:\n     - format: vYYYY.MM.N" in block
+    # the node itself shares no word with the question: its message lends it the score that
+    # brings it, and the value is shown once, on the node
+    assert "[Aspect/Semantic] conventions" in block
+    assert block.count("- format: vYYYY.MM.N") == 1
+    assert "memory saved from this message" not in block
 
 
 def test_a_secret_in_a_message_is_redacted_before_it_is_recorded(make_harness, scripted_server,
