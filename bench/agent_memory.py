@@ -93,6 +93,7 @@ def summary(results: list[StoryResult]) -> dict[str, Any]:
                     "in_turn_missing": q.in_turn_missing} for q in qs if not q.hit],
         "errors": [f"{r.story.name}: {e}" for r in results for e in r.errors],
         "warnings": [f"{r.story.name}: {w}" for r in results for w in r.warnings],
+        "stored_secrets": [f"{r.story.name}: {x}" for r in results for x in r.stored],
     }
 
 
@@ -150,7 +151,10 @@ def print_report(s: dict[str, Any], lint_problems: list[str], refused: list[str]
                 why.append("not within the turn "
                            + ", ".join(repr(t) for t in miss["in_turn_missing"]))
             print(f"  {miss['story']} [{miss['session']}] {miss['question']!r}: {'; '.join(why)}")
+    print(f"secret stories' forbidden texts kept in a file under the home: "
+          f"{len(s['stored_secrets'])}")
     for title, lines in (("story errors", s["errors"]), ("warnings", s["warnings"]),
+                         ("secrets kept under the home", s["stored_secrets"]),
                          ("wording lint", lint_problems), ("stories refused", refused)):
         if lines:
             print(f"{title}:")
@@ -244,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         out[str(folder)] = {**summaries["default"],
                             "variants": {k: v for k, v in summaries.items() if k != "default"},
                             "lint": lint_problems, "refused": refused}
-        failed = failed or any(v["errors"] for v in summaries.values()) or bool(refused)
+        failed = (failed or any(v["errors"] or v["stored_secrets"] for v in summaries.values())
+                  or bool(refused))
     if args.json:
         # one folder: its summary as before; several: one summary per folder
         args.json.write_text(json.dumps(out[str(loaded[0][0])] if len(loaded) == 1 else out,

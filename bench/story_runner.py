@@ -100,6 +100,8 @@ class StoryResult:
     end_wall: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # a secret story's forbidden texts found in a file under the home: "TEXT in PATH"
+    stored: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -328,12 +330,32 @@ def run_story(story: Story, workdir: Path, show: bool = False, keep: bool = Fals
         forget_open()
         server.stop()
         _restore_env(saved)
+        if story.category == "secret":
+            result.stored = stored_secrets(home, story)
         if keep:
             print(f"{story.name}: home and projects kept in {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def stored_secrets(home: Path, story: Story) -> list[str]:
+    """``"TEXT in PATH"`` for each forbidden text of ``story``'s questions found in any file
+    under ``home`` (the journal, its index, memory files, anything a plugin wrote): a
+    secret story's forbidden texts are the secret, which memory must not keep anywhere.
+    The session logs are left out: they are the conversation as it was said, for
+    ``--resume``, not memory (docs/decisions.md, "Session logs keep what the person
+    typed")."""
+    texts = {t for s in story.sessions for turn in s.turns if turn.expect
+             for t in turn.expect["absent"]}
+    logs = home / "sessions"
+    out = []
+    for path in sorted(p for p in home.rglob("*") if p.is_file() and logs not in p.parents):
+        data = path.read_bytes()
+        out += [f"{t!r} in {path.relative_to(home)}" for t in sorted(texts)
+                if t.encode() in data]
+    return out
 
 
 def _headless(spec: SessionSpec, folder: Path, home: Path, server, ids: dict[str, str],

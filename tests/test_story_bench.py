@@ -202,3 +202,37 @@ def test_two_folders_in_one_run_are_reported_apart_per_category(bench, tmp_path,
     assert fig["block_median"] > 0 and fig["cpu_median_ms"] > 0
     text = capsys.readouterr().out
     assert f"=== {a}" in text and f"=== {b}" in text and "block median" in text
+
+
+KEPT_NOT_SECRET = """
+title: a 'secret' story whose forbidden text memory keeps on purpose (the check must see it)
+category: secret
+sessions:
+  - turns:
+      - user: Remember that the build cache lives in /var/cache/buildkite-shared.
+        model:
+          - calls: [{name: memory_save, arguments: {where: project, key: build cache,
+                                                     value: /var/cache/buildkite-shared}}]
+          - text: Saved.
+  - turns:
+      - user: Where do the CI machines keep reusable artefacts?
+        expect:
+          absent: ["buildkite-shared"]
+"""
+
+
+def test_a_secret_story_greps_every_memory_file_under_the_home(bench, tmp_path):
+    res = bench.run_story(bench.load_story(write(tmp_path / "s", "kept.yaml", KEPT_NOT_SECRET)),
+                          tmp_path)
+    assert any(x.startswith("'buildkite-shared' in graph/journal.jsonl") for x in res.stored)
+    assert not any(x.split(" in ")[1].startswith("sessions") for x in res.stored)
+
+
+def test_the_bundled_secret_stories_keep_no_secret_in_any_memory_file(bench, tmp_path):
+    stories, _ = bench.load_stories(BENCH / "stories")
+    secret = [s for s in stories if s.category == "secret"]
+    assert len(secret) >= 2
+    results = [bench.run_story(s, tmp_path) for s in secret]
+    assert [r.errors for r in results] == [[] for _ in results]
+    assert [x for r in results for x in r.stored] == []
+    assert all(q.hit for r in results for q in r.questions)
